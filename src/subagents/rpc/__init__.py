@@ -1,0 +1,31 @@
+"""The JSON-RPC peer: one bidirectional connection over an anyio byte-stream pair.
+
+It knows JSON-RPC, not ACP: correlation of requests and responses (a separate id space per
+direction), concurrent request handlers, ordered notifications, ``$/cancel_request`` both
+ways, the one place where exceptions become wire errors, and closing that fails whatever is
+pending. Runs on asyncio and trio.
+"""
+
+from ._errors import ConnectionClosedError as ConnectionClosedError
+from ._errors import RPCError as RPCError
+from ._peer import CANCEL_REQUEST_METHOD as CANCEL_REQUEST_METHOD
+from ._peer import Peer as Peer
+from ._peer import PeerStatistics as PeerStatistics
+from ._peer import open_peer as open_peer
+from ._router import NotificationHandler as NotificationHandler
+from ._router import RequestHandler as RequestHandler
+from ._router import Route as Route
+from ._router import Router as Router
+
+__all__ = (
+    "CANCEL_REQUEST_METHOD",
+    "ConnectionClosedError",
+    "NotificationHandler",
+    "Peer",
+    "PeerStatistics",
+    "RPCError",
+    "RequestHandler",
+    "Route",
+    "Router",
+    "open_peer",
+)

@@ -1,0 +1,526 @@
+"""The bidirectional JSON-RPC peer over a byte-stream pair."""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import AsyncGenerator, Callable
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass
+from typing import Final, final
+
+import anyio
+import anyio.abc
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from pydantic import ValidationError
+
+from ..protocol.errors import (
+    LocalProtocolError,
+    MessageTooLargeError,
+    RemoteProtocolError,
+)
+from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES, END_OF_STREAM, NEED_DATA, NdjsonFramer
+from ..protocol.jsonrpc import (
+    ErrorCode,
+    ErrorObject,
+    ErrorResponse,
+    JsonValue,
+    Message,
+    Notification,
+    Request,
+    RequestId,
+    SuccessResponse,
+    encode_message,
+)
+from ._errors import ConnectionClosedError, RPCError
+from ._router import Router, to_json
+
+__all__ = ("CANCEL_REQUEST_METHOD", "Peer", "PeerStatistics", "open_peer")
+
+logger = logging.getLogger("subagents.rpc")
+
+CANCEL_REQUEST_METHOD: Final = "$/cancel_request"
+
+_READ_SIZE: Final = 256 * 1024
+_ABANDONED_KEPT: Final = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class PeerStatistics:
+    """Counters of one peer, for diagnostics and tests."""
+
+    messages_received: int
+    messages_sent: int
+    protocol_errors: int
+    pending_requests: int
+    """Outbound requests waiting for an answer."""
+    handlers_running: int
+    """Inbound requests being handled."""
+    notifications_queued: int
+
+
+@final
+class _Waiter:
+    __slots__ = ("event", "outcome")
+
+    def __init__(self) -> None:
+        self.event = anyio.Event()
+        self.outcome: SuccessResponse | ErrorResponse | BaseException | None = None
+
+    def settle(self, outcome: SuccessResponse | ErrorResponse | BaseException) -> None:
+        if self.outcome is None:
+            self.outcome = outcome
+            self.event.set()
+
+
+@final
+class Peer:
+    """One side of a JSON-RPC connection; both sides may send requests and notifications.
+
+    Create it with :func:`open_peer`, which owns its tasks. Requests and notifications
+    received are dispatched through a :class:`Router`: requests run concurrently (up to
+    ``max_concurrent_requests``; beyond that the peer stops reading until one finishes),
+    notifications run one at a time, in arrival order, on their own task so that a slow
+    notification handler never holds up responses.
+
+    Every malformed line is answered as JSON-RPC asks (``-32700`` for unparseable lines,
+    ``-32600`` for invalid requests and batches, with ``id: null`` when no id could be read)
+    and reported to ``on_protocol_error``; the connection goes on.
+    """
+
+    def __init__(
+        self,
+        receive_stream: anyio.abc.ByteReceiveStream,
+        send_stream: anyio.abc.ByteSendStream,
+        *,
+        router: Router | None = None,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        max_concurrent_requests: int = 64,
+        notification_buffer: int = 1024,
+        include_version: bool = True,
+        require_version: bool = True,
+        on_protocol_error: Callable[[RemoteProtocolError], None] | None = None,
+        cancel_grace: float = 2.0,
+        name: str = "peer",
+    ) -> None:
+        self._receive = receive_stream
+        self._send = send_stream
+        self._router = router if router is not None else Router()
+        self._framer = NdjsonFramer(
+            max_message_bytes=max_message_bytes, require_version=require_version
+        )
+        self._include_version = include_version
+        self._on_protocol_error = on_protocol_error
+        self._cancel_grace = cancel_grace
+        self.name = name
+
+        self._next_id = 0
+        self._pending: dict[RequestId, _Waiter] = {}
+        # Requests we stopped waiting for: their late answers are dropped quietly.
+        self._abandoned: dict[RequestId, None] = {}
+        self._inbound: dict[RequestId, anyio.CancelScope] = {}
+        self._slots = anyio.Semaphore(max_concurrent_requests)
+        self._handlers_done: anyio.Event | None = None
+        self._notify_send: MemoryObjectSendStream[Notification]
+        self._notify_receive: MemoryObjectReceiveStream[Notification]
+        self._notify_send, self._notify_receive = anyio.create_memory_object_stream[Notification](
+            notification_buffer
+        )
+        self._write_lock = anyio.Lock()
+        self._task_group: anyio.abc.TaskGroup | None = None
+        self._closed_error: ConnectionClosedError | None = None
+        self._receiving_done = anyio.Event()
+        self._received = 0
+        self._sent = 0
+        self._protocol_errors = 0
+
+    # ------------------------------------------------------------------ public API
+
+    async def request(
+        self, method: str, params: JsonValue = None, *, timeout: float | None = None
+    ) -> JsonValue:
+        """Send a request and wait for its result.
+
+        Raises :class:`RPCError` when the peer answers with an error,
+        :class:`ConnectionClosedError` when the connection closes first (or was closed),
+        :class:`~subagents.protocol.MessageTooLargeError` when the answer was over the limit,
+        and :class:`TimeoutError` after ``timeout`` seconds. When the waiting task is cancelled
+        (or times out), ``$/cancel_request`` is sent for the request and a late answer is
+        dropped.
+        """
+        if self._closed_error is not None:
+            raise ConnectionClosedError(self._closed_error.reason)
+        request_id = self._next_id
+        self._next_id += 1
+        waiter = _Waiter()
+        self._pending[request_id] = waiter
+        sent = False
+        try:
+            await self._write(Request(request_id, method, params))
+            sent = True
+            with anyio.fail_after(math.inf if timeout is None else timeout):
+                await waiter.event.wait()
+        except BaseException:
+            if (
+                self._pending.pop(request_id, None) is not None
+                and sent
+                and self._closed_error is None
+            ):
+                self._abandoned[request_id] = None
+                if len(self._abandoned) > _ABANDONED_KEPT:
+                    del self._abandoned[next(iter(self._abandoned))]
+                await self._send_courtesy_cancel(request_id)
+            raise
+        outcome = waiter.outcome
+        if isinstance(outcome, SuccessResponse):
+            return outcome.result
+        if isinstance(outcome, ErrorResponse):
+            raise RPCError.from_error(outcome.error)
+        assert outcome is not None
+        raise outcome
+
+    async def notify(self, method: str, params: JsonValue = None) -> None:
+        """Send a notification.
+
+        After the connection closed, the notification is dropped (logged at debug level):
+        notifications are never answered, so nothing waits for it.
+        """
+        if self._closed_error is not None:
+            logger.debug("%s: notification %r dropped: connection closed", self.name, method)
+            return
+        try:
+            await self._write(Notification(method, params))
+        except ConnectionClosedError:
+            logger.debug("%s: notification %r dropped: connection closed", self.name, method)
+
+    @property
+    def closed(self) -> bool:
+        """Whether the connection is closed (no more requests can be sent)."""
+        return self._closed_error is not None
+
+    async def wait_closed(self) -> None:
+        """Wait until the peer's stream ends (end of file, or the peer was closed)."""
+        await self._receiving_done.wait()
+
+    def abort(self, reason: str) -> None:
+        """Close for good: every pending request fails with ``reason`` at once.
+
+        Transports call this when the other side is known to be gone (say, a child process
+        exited), so that the reason names the cause, such as the exit status and stderr tail.
+        """
+        self._close(ConnectionClosedError(reason))
+
+    def statistics(self) -> PeerStatistics:
+        return PeerStatistics(
+            messages_received=self._received,
+            messages_sent=self._sent,
+            protocol_errors=self._protocol_errors,
+            pending_requests=len(self._pending),
+            handlers_running=len(self._inbound),
+            notifications_queued=self._notify_receive.statistics().current_buffer_used,
+        )
+
+    # ------------------------------------------------------------------ internals
+
+    def _close(self, error: ConnectionClosedError) -> None:
+        if self._closed_error is None:
+            self._closed_error = error
+        pending = list(self._pending.values())
+        self._pending.clear()
+        for waiter in pending:
+            waiter.settle(ConnectionClosedError(self._closed_error.reason))
+
+    async def _send_courtesy_cancel(self, request_id: RequestId) -> None:
+        with anyio.move_on_after(self._cancel_grace, shield=True):
+            with suppress(ConnectionClosedError, LocalProtocolError):
+                await self._write(Notification(CANCEL_REQUEST_METHOD, {"requestId": request_id}))
+
+    async def _write(self, message: Message) -> None:
+        data = encode_message(message, include_version=self._include_version)
+        try:
+            async with self._write_lock:
+                await self._send.send(data)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            error = ConnectionClosedError(f"{self.name}: cannot write: {exc!r}")
+            self._close(error)
+            raise error from exc
+        self._sent += 1
+
+    async def _run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        async with anyio.create_task_group() as tg:
+            self._task_group = tg
+            tg.start_soon(self._deliver_notifications)
+            task_status.started()
+            await self._read_loop(tg)
+            # The stream ended: let queued notifications drain, then stop.
+            self._notify_send.close()
+
+    async def _read_loop(self, tg: anyio.abc.TaskGroup) -> None:
+        framer = self._framer
+        reason = f"{self.name}: the peer closed the connection (end of stream)"
+        try:
+            while True:
+                try:
+                    chunk = await self._receive.receive(_READ_SIZE)
+                except (anyio.EndOfStream, anyio.ClosedResourceError):
+                    framer.receive_eof()
+                except anyio.BrokenResourceError as exc:
+                    reason = f"{self.name}: the connection broke: {exc!r}"
+                    framer.receive_eof()
+                else:
+                    framer.receive_data(chunk)
+                while True:
+                    event = framer.next_event()
+                    if event is NEED_DATA:
+                        break
+                    if event is END_OF_STREAM:
+                        return
+                    if isinstance(event, RemoteProtocolError):
+                        await self._on_bad_line(event)
+                    else:
+                        self._received += 1
+                        await self._dispatch(event, tg)
+        finally:
+            self._close(ConnectionClosedError(reason))
+            self._receiving_done.set()
+
+    async def _dispatch(self, message: Message, tg: anyio.abc.TaskGroup) -> None:
+        if isinstance(message, Notification):
+            if message.method == CANCEL_REQUEST_METHOD:
+                self._on_cancel_request(message.params)
+                return
+            try:
+                self._notify_send.send_nowait(message)
+            except anyio.WouldBlock:
+                await self._notify_send.send(message)
+        elif isinstance(message, Request):
+            if message.id in self._inbound:
+                await self._report_and_answer(
+                    RemoteProtocolError(
+                        ErrorCode.INVALID_REQUEST,
+                        f"request id {message.id!r} is already in use by a request in progress",
+                        kind="invalid_envelope",
+                        request_id=message.id,
+                    )
+                )
+                return
+            await self._slots.acquire()
+            scope = anyio.CancelScope()
+            self._inbound[message.id] = scope
+            tg.start_soon(self._handle_request, message, scope)
+        else:
+            waiter = self._pending.pop(message.id, None) if message.id is not None else None
+            if waiter is None and message.id in self._abandoned:
+                del self._abandoned[message.id]
+                logger.debug(
+                    "%s: late answer to abandoned request %r dropped", self.name, message.id
+                )
+            elif waiter is None:
+                self._report(
+                    RemoteProtocolError(
+                        ErrorCode.INVALID_REQUEST,
+                        f"response for unknown request id {message.id!r} ignored",
+                        kind="invalid_envelope",
+                        answerable=False,
+                    )
+                )
+            else:
+                waiter.settle(message)
+
+    def _on_cancel_request(self, params: JsonValue) -> None:
+        request_id = params.get("requestId") if isinstance(params, dict) else None
+        if request_id is None or isinstance(request_id, (bool, float, list, dict)):
+            self._report(
+                RemoteProtocolError(
+                    ErrorCode.INVALID_PARAMS,
+                    f"{CANCEL_REQUEST_METHOD} without a valid requestId ignored",
+                    kind="invalid_envelope",
+                    answerable=False,
+                )
+            )
+            return
+        scope = self._inbound.get(request_id)
+        if scope is not None:
+            scope.cancel()
+
+    async def _on_bad_line(self, error: RemoteProtocolError) -> None:
+        if (
+            isinstance(error, MessageTooLargeError)
+            and error.is_response
+            and error.request_id is not None
+        ):
+            waiter = self._pending.pop(error.request_id, None)
+            if waiter is not None:
+                waiter.settle(error)
+        await self._report_and_answer(error)
+
+    async def _report_and_answer(self, error: RemoteProtocolError) -> None:
+        self._report(error)
+        if error.answerable:
+            with suppress(ConnectionClosedError):
+                await self._write(
+                    ErrorResponse(error.request_id, ErrorObject.of(error.code, error.message))
+                )
+
+    def _report(self, error: RemoteProtocolError) -> None:
+        self._protocol_errors += 1
+        logger.warning("%s: %s", self.name, error.message)
+        if self._on_protocol_error is not None:
+            try:
+                self._on_protocol_error(error)
+            except Exception:
+                logger.exception("%s: on_protocol_error callback failed", self.name)
+
+    async def _handle_request(self, request: Request, scope: anyio.CancelScope) -> None:
+        try:
+            response = await self._answer(request, scope)
+            try:
+                await self._write(response)
+            except ConnectionClosedError:
+                logger.debug("%s: answer to %r dropped: connection closed", self.name, request.id)
+        finally:
+            self._inbound.pop(request.id, None)
+            self._slots.release()
+            if not self._inbound and self._handlers_done is not None:
+                self._handlers_done.set()
+
+    async def _answer(
+        self, request: Request, scope: anyio.CancelScope
+    ) -> SuccessResponse | ErrorResponse:
+        """Run the handler; the one place where exceptions become wire errors."""
+        route = self._router.request_route(request.method)
+        if route is None:
+            return ErrorResponse(request.id, RPCError.method_not_found(request.method).error)
+        try:
+            params = route.parse_params(request.params)
+        except ValidationError as exc:
+            return ErrorResponse(request.id, RPCError.invalid_params(_errors_json(exc)).error)
+        result: object = None
+        with scope:
+            try:
+                result = await route.handler(params)
+            except RPCError as exc:
+                return ErrorResponse(request.id, exc.error)
+            except Exception as exc:
+                logger.exception(
+                    "%s: handler for %r (id %r) failed", self.name, request.method, request.id
+                )
+                return ErrorResponse(
+                    request.id,
+                    RPCError.internal_error({"error": f"{type(exc).__name__}: {exc}"}).error,
+                )
+        if scope.cancelled_caught:
+            return ErrorResponse(request.id, RPCError.request_cancelled().error)
+        try:
+            result_json = to_json(result)
+            encode_message(SuccessResponse(request.id, result_json))
+        except LocalProtocolError as exc:
+            logger.error("%s: result of %r is not JSON: %s", self.name, request.method, exc)
+            return ErrorResponse(
+                request.id, RPCError.internal_error({"error": "result is not JSON"}).error
+            )
+        return SuccessResponse(request.id, result_json)
+
+    async def _deliver_notifications(self) -> None:
+        receive = self._notify_receive
+        while True:
+            try:
+                note = receive.receive_nowait()
+            except anyio.WouldBlock:
+                try:
+                    note = await receive.receive()
+                except anyio.EndOfStream:
+                    return
+            except anyio.EndOfStream:
+                return
+            route = self._router.notification_route(note.method)
+            if route is None:
+                logger.debug("%s: notification %r ignored: no handler", self.name, note.method)
+                continue
+            try:
+                params = route.parse_params(note.params)
+            except ValidationError as exc:
+                self._report(
+                    RemoteProtocolError(
+                        ErrorCode.INVALID_PARAMS,
+                        f"notification {note.method!r} ignored: invalid params: "
+                        f"{exc.error_count()} validation error(s)",
+                        kind="invalid_envelope",
+                        answerable=False,
+                    )
+                )
+                continue
+            try:
+                await route.handler(params)
+            except Exception:
+                logger.exception("%s: handler for notification %r failed", self.name, note.method)
+
+    async def _shutdown(self) -> None:
+        """Answer requests in progress with -32800, stop reading, fail what is pending."""
+        self._close(ConnectionClosedError(f"{self.name}: the connection was closed locally"))
+        if self._inbound:
+            for scope in list(self._inbound.values()):
+                scope.cancel()
+            self._handlers_done = done = anyio.Event()
+            with anyio.move_on_after(self._cancel_grace, shield=True):
+                await done.wait()
+
+
+def _errors_json(exc: ValidationError) -> JsonValue:
+    errors: JsonValue = [
+        {
+            "loc": [str(part) for part in err["loc"]],
+            "msg": err["msg"],
+            "type": err["type"],
+        }
+        for err in exc.errors(include_url=False, include_context=False, include_input=False)
+    ]
+    return {"errors": errors}
+
+
+@asynccontextmanager
+async def open_peer(
+    receive_stream: anyio.abc.ByteReceiveStream,
+    send_stream: anyio.abc.ByteSendStream,
+    *,
+    router: Router | None = None,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    max_concurrent_requests: int = 64,
+    notification_buffer: int = 1024,
+    include_version: bool = True,
+    require_version: bool = True,
+    on_protocol_error: Callable[[RemoteProtocolError], None] | None = None,
+    cancel_grace: float = 2.0,
+    name: str = "peer",
+) -> AsyncGenerator[Peer, None]:
+    """Run a :class:`Peer` over a byte-stream pair for the duration of the block.
+
+    On exit: requests still being handled are cancelled and answered ``-32800`` (within
+    ``cancel_grace`` seconds), pending outbound requests fail with
+    :class:`ConnectionClosedError`, the send stream is closed, and every task the peer started
+    has finished. The streams themselves belong to the caller, except that the send stream is
+    closed so that the other side sees the end of the stream.
+    """
+    peer = Peer(
+        receive_stream,
+        send_stream,
+        router=router,
+        max_message_bytes=max_message_bytes,
+        max_concurrent_requests=max_concurrent_requests,
+        notification_buffer=notification_buffer,
+        include_version=include_version,
+        require_version=require_version,
+        on_protocol_error=on_protocol_error,
+        cancel_grace=cancel_grace,
+        name=name,
+    )
+    async with anyio.create_task_group() as tg:
+        await tg.start(peer._run)  # pyright: ignore[reportPrivateUsage]
+        try:
+            yield peer
+        finally:
+            with anyio.CancelScope(shield=True):
+                await peer._shutdown()  # pyright: ignore[reportPrivateUsage]
+                with anyio.move_on_after(peer._cancel_grace):  # pyright: ignore[reportPrivateUsage]
+                    await send_stream.aclose()
+            tg.cancel_scope.cancel()

@@ -121,11 +121,9 @@ class Peer:
         self._inbound: dict[RequestId, anyio.CancelScope] = {}
         self._slots = anyio.Semaphore(max_concurrent_requests)
         self._handlers_done: anyio.Event | None = None
-        self._notify_send: MemoryObjectSendStream[Notification]
-        self._notify_receive: MemoryObjectReceiveStream[Notification]
-        self._notify_send, self._notify_receive = anyio.create_memory_object_stream[Notification](
-            notification_buffer
-        )
+        self._notification_buffer = notification_buffer
+        self._notify_send: MemoryObjectSendStream[Notification] | None = None
+        self._notify_receive: MemoryObjectReceiveStream[Notification] | None = None
         self._write_lock = anyio.Lock()
         self._task_group: anyio.abc.TaskGroup | None = None
         self._closed_error: ConnectionClosedError | None = None
@@ -217,7 +215,11 @@ class Peer:
             protocol_errors=self._protocol_errors,
             pending_requests=len(self._pending),
             handlers_running=len(self._inbound),
-            notifications_queued=self._notify_receive.statistics().current_buffer_used,
+            notifications_queued=(
+                0
+                if self._notify_receive is None
+                else self._notify_receive.statistics().current_buffer_used
+            ),
         )
 
     # ------------------------------------------------------------------ internals
@@ -247,15 +249,20 @@ class Peer:
         self._sent += 1
 
     async def _run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
-        async with anyio.create_task_group() as tg:
-            self._task_group = tg
-            tg.start_soon(self._deliver_notifications)
-            task_status.started()
-            await self._read_loop(tg)
-            # The stream ended: let queued notifications drain, then stop.
-            self._notify_send.close()
+        send, receive = anyio.create_memory_object_stream[Notification](self._notification_buffer)
+        self._notify_send, self._notify_receive = send, receive
+        with send, receive:
+            async with anyio.create_task_group() as tg:
+                self._task_group = tg
+                tg.start_soon(self._deliver_notifications, receive)
+                task_status.started()
+                await self._read_loop(tg, send)
+                # The stream ended: let queued notifications drain, then stop.
+                send.close()
 
-    async def _read_loop(self, tg: anyio.abc.TaskGroup) -> None:
+    async def _read_loop(
+        self, tg: anyio.abc.TaskGroup, notify: MemoryObjectSendStream[Notification]
+    ) -> None:
         framer = self._framer
         reason = f"{self.name}: the peer closed the connection (end of stream)"
         try:
@@ -279,20 +286,25 @@ class Peer:
                         await self._on_bad_line(event)
                     else:
                         self._received += 1
-                        await self._dispatch(event, tg)
+                        await self._dispatch(event, tg, notify)
         finally:
             self._close(ConnectionClosedError(reason))
             self._receiving_done.set()
 
-    async def _dispatch(self, message: Message, tg: anyio.abc.TaskGroup) -> None:
+    async def _dispatch(
+        self,
+        message: Message,
+        tg: anyio.abc.TaskGroup,
+        notify: MemoryObjectSendStream[Notification],
+    ) -> None:
         if isinstance(message, Notification):
             if message.method == CANCEL_REQUEST_METHOD:
                 self._on_cancel_request(message.params)
                 return
             try:
-                self._notify_send.send_nowait(message)
+                notify.send_nowait(message)
             except anyio.WouldBlock:
-                await self._notify_send.send(message)
+                await notify.send(message)
         elif isinstance(message, Request):
             if message.id in self._inbound:
                 await self._report_and_answer(
@@ -421,8 +433,9 @@ class Peer:
             )
         return SuccessResponse(request.id, result_json)
 
-    async def _deliver_notifications(self) -> None:
-        receive = self._notify_receive
+    async def _deliver_notifications(
+        self, receive: MemoryObjectReceiveStream[Notification]
+    ) -> None:
         while True:
             try:
                 note = receive.receive_nowait()

@@ -119,12 +119,12 @@ class Peer:
         # Requests we stopped waiting for: their late answers are dropped quietly.
         self._abandoned: dict[RequestId, None] = {}
         self._inbound: dict[RequestId, anyio.CancelScope] = {}
-        self._slots = anyio.Semaphore(max_concurrent_requests)
+        self._slots = anyio.Semaphore(max_concurrent_requests, fast_acquire=True)
         self._handlers_done: anyio.Event | None = None
         self._notification_buffer = notification_buffer
         self._notify_send: MemoryObjectSendStream[Notification] | None = None
         self._notify_receive: MemoryObjectReceiveStream[Notification] | None = None
-        self._write_lock = anyio.Lock()
+        self._write_lock = anyio.Lock(fast_acquire=True)
         self._task_group: anyio.abc.TaskGroup | None = None
         self._closed_error: ConnectionClosedError | None = None
         self._receiving_done = anyio.Event()

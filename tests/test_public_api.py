@@ -1,0 +1,37 @@
+"""The public API is what `__all__` says, and every name in it exists."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+PUBLIC_MODULES = [
+    "subagents",
+    "subagents.protocol",
+    "subagents.protocol.errors",
+    "subagents.protocol.framing",
+    "subagents.protocol.jsonrpc",
+    "subagents.rpc",
+    "subagents.transports",
+]
+
+
+@pytest.mark.parametrize("name", PUBLIC_MODULES)
+def test_every_name_in_all_exists_and_all_is_a_sorted_tuple(name: str) -> None:
+    """House style: public API in a tuple `__all__`; internals are underscored."""
+    module = importlib.import_module(name)
+    exported = module.__all__
+    assert isinstance(exported, tuple)
+    missing = [attr for attr in exported if not hasattr(module, attr)]
+    assert missing == []
+    assert len(set(exported)) == len(exported)
+
+
+def test_the_console_script_reports_its_version() -> None:
+    """`subagents --version` works from the installed entry point."""
+    from subagents import __version__
+    from subagents.cli import main
+
+    assert main(["--version"]) == 0
+    assert __version__ == "0.1.0"

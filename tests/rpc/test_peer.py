@@ -597,3 +597,18 @@ async def test_messages_are_one_compact_line_each_on_the_wire() -> None:
             ).encode()
             + b"\n"
         )
+
+
+async def test_a_result_that_is_not_json_is_answered_with_internal_error() -> None:
+    """A handler bug never puts invalid JSON on the wire; the caller gets -32603."""
+    router = Router()
+
+    async def bad(params: JsonValue) -> object:
+        return {"value": object()}
+
+    router.on_request("bad", bad)
+    async with two_peers(router_b=router) as (a, _b):
+        with pytest.raises(RPCError) as info:
+            await a.request("bad")
+        assert info.value.code == ErrorCode.INTERNAL_ERROR
+        assert info.value.data == {"error": "result is not JSON"}

@@ -161,22 +161,22 @@ class NdjsonFramer:
                     buf.clear()
                     self._pos = self._scan = 0
                     return END_OF_STREAM
-                line = bytes(buf[self._pos :])
+                line = buf[self._pos :]
                 buf.clear()
                 self._pos = self._scan = 0
             else:
-                line = bytes(buf[self._pos : newline])
+                line = buf[self._pos : newline]
                 self._pos = self._scan = newline + 1
                 if self._pos >= len(buf):
                     buf.clear()
                     self._pos = self._scan = 0
             if len(line) > self._max and len(line.rstrip()) > self._max:
-                return self._too_large(len(line), line[:_HEAD_BYTES])
+                return self._too_large(len(line), bytes(line[:_HEAD_BYTES]))
             event = self._decode(line)
             if event is not None:
                 return event
 
-    def _decode(self, line: bytes) -> Message | RemoteProtocolError | None:
+    def _decode(self, line: bytearray) -> Message | RemoteProtocolError | None:
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError as exc:

@@ -387,7 +387,12 @@ class Peer:
         try:
             response = await self._answer(request, scope)
             try:
-                await self._write(response)
+                try:
+                    await self._write(response)
+                except LocalProtocolError as exc:
+                    logger.error("%s: result of %r is not JSON: %s", self.name, request.method, exc)
+                    error = RPCError.internal_error({"error": "result is not JSON"})
+                    await self._write(ErrorResponse(request.id, error.error))
             except ConnectionClosedError:
                 logger.debug("%s: answer to %r dropped: connection closed", self.name, request.id)
         finally:
@@ -423,15 +428,7 @@ class Peer:
                 )
         if scope.cancelled_caught:
             return ErrorResponse(request.id, RPCError.request_cancelled().error)
-        try:
-            result_json = to_json(result)
-            encode_message(SuccessResponse(request.id, result_json))
-        except LocalProtocolError as exc:
-            logger.error("%s: result of %r is not JSON: %s", self.name, request.method, exc)
-            return ErrorResponse(
-                request.id, RPCError.internal_error({"error": "result is not JSON"}).error
-            )
-        return SuccessResponse(request.id, result_json)
+        return SuccessResponse(request.id, to_json(result))
 
     async def _deliver_notifications(
         self, receive: MemoryObjectReceiveStream[Notification]

@@ -612,3 +612,30 @@ async def test_a_result_that_is_not_json_is_answered_with_internal_error() -> No
             await a.request("bad")
         assert info.value.code == ErrorCode.INTERNAL_ERROR
         assert info.value.data == {"error": "result is not JSON"}
+
+
+async def test_the_notification_buffer_is_bounded() -> None:
+    """No queue is unbounded: with the handler stuck, the peer stops reading at the bound."""
+    router = Router()
+    gate = anyio.Event()
+    delivered: list[JsonValue] = []
+    all_done = anyio.Event()
+
+    async def on_note(params: JsonValue) -> None:
+        await gate.wait()
+        delivered.append(params)
+        if len(delivered) == 50:
+            all_done.set()
+
+    router.on_notification("note", on_note)
+    async with peer_and_wire(router, notification_buffer=4) as (peer, wire):
+        for i in range(50):
+            await wire.write_json({"jsonrpc": "2.0", "method": "note", "params": [i]})
+        await anyio.sleep(0.1)
+        stats = peer.statistics()
+        assert stats.notifications_queued == 4
+        assert stats.messages_received <= 4 + 2  # one in the handler, one waiting to be queued
+        gate.set()
+        with anyio.fail_after(5):
+            await all_done.wait()
+    assert delivered == [[i] for i in range(50)]

@@ -1,0 +1,99 @@
+"""Importing the ACP package is lazy and anyio-free (requirements 5 and 6)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import subagents.protocol.acp as acp_package
+
+
+def run(code: str) -> dict[str, bool]:
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=50,
+    )
+    answer: dict[str, bool] = json.loads(result.stdout)
+    return answer
+
+
+def test_importing_the_package_loads_neither_anyio_nor_the_generated_models() -> None:
+    """Requirement 5/6: ``import subagents.protocol.acp`` imports no anyio, pydantic or models."""
+    loaded = run(
+        """
+        import json, sys
+        import subagents.protocol.acp
+        print(json.dumps({
+            "anyio": "anyio" in sys.modules,
+            "generated": "subagents.protocol.acp._v1_generated" in sys.modules,
+            "pydantic": "pydantic" in sys.modules,
+        }))
+        """
+    )
+    assert loaded == {"anyio": False, "generated": False, "pydantic": False}
+
+
+def test_method_constants_do_not_load_the_models() -> None:
+    """Requirement 5: ``PROTOCOL_VERSION`` and friends come from methods.py alone."""
+    loaded = run(
+        """
+        import json, sys
+        from subagents.protocol import acp
+        assert acp.PROTOCOL_VERSION == 1 and acp.SUPPORTED_PROTOCOL_VERSIONS == (1,)
+        print(json.dumps({"generated": "subagents.protocol.acp._v1_generated" in sys.modules}))
+        """
+    )
+    assert loaded == {"generated": False}
+
+
+def test_a_model_attribute_imports_the_models_but_builds_only_on_use() -> None:
+    """Requirement 3/5: attribute access imports the module; validators are built on first use."""
+    loaded = run(
+        """
+        import json, sys
+        from subagents.protocol import acp
+        cls = acp.SessionNotification
+        imported = "subagents.protocol.acp._v1_generated" in sys.modules
+        built_before = cls.__pydantic_complete__
+        acp.from_wire(cls, {"sessionId": "s", "update": {"sessionUpdate": "plan", "entries": []}})
+        print(json.dumps({
+            "imported": imported,
+            "built_before": built_before,
+            "built_after": cls.__pydantic_complete__,
+            "anyio": "anyio" in sys.modules,
+        }))
+        """
+    )
+    assert loaded == {"imported": True, "built_before": False, "built_after": True, "anyio": False}
+
+
+def test_every_exported_name_resolves() -> None:
+    """Requirement 5: ``__all__`` is a tuple and each name in it is reachable lazily."""
+    assert isinstance(acp_package.__all__, tuple)
+    assert len(set(acp_package.__all__)) == len(acp_package.__all__)
+    for name in acp_package.__all__:
+        assert getattr(acp_package, name) is not None, name
+    assert set(acp_package.__all__) <= set(dir(acp_package))
+    handwritten = {
+        "_base": ("ACPModel", "JsonValue", "from_wire", "to_wire"),
+        "methods": tuple(importlib.import_module("subagents.protocol.acp.methods").__all__),
+    }
+    for module_name, names in handwritten.items():
+        module = importlib.import_module(f"subagents.protocol.acp.{module_name}")
+        for name in names:
+            assert name in acp_package.__all__, name
+            assert getattr(acp_package, name) is getattr(module, name), name
+
+
+def test_unknown_attributes_raise_attribute_error() -> None:
+    """Requirement 5: the lazy ``__getattr__`` does not invent names."""
+    with pytest.raises(AttributeError, match="NoSuchModel"):
+        getattr(acp_package, "NoSuchModel")  # noqa: B009

@@ -9,6 +9,7 @@ import pytest
 PUBLIC_MODULES = [
     "subagents",
     "subagents.protocol",
+    "subagents.protocol.acp",
     "subagents.protocol.errors",
     "subagents.protocol.framing",
     "subagents.protocol.jsonrpc",

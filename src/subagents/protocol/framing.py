@@ -192,7 +192,7 @@ class NdjsonFramer:
                 return None  # a blank line
             return InvalidMessageError(
                 ErrorCode.PARSE_ERROR,
-                f"line is not valid JSON: {exc.msg} at column {exc.colno}",
+                f"line is not valid JSON: {exc.msg} (column {exc.colno})",
                 kind="invalid_json",
             )
         except RecursionError:

@@ -643,3 +643,33 @@ async def test_the_notification_buffer_is_bounded() -> None:
         with anyio.fail_after(5):
             await all_done.wait()
     assert delivered == [[i] for i in range(50)]
+
+
+async def test_a_result_is_returned_only_after_the_notifications_before_it_were_handled() -> None:
+    """ACP prompt turn: a client sees every update of a turn before the turn's result."""
+    router = Router()
+    handled: list[JsonValue] = []
+
+    async def on_update(params: JsonValue) -> None:
+        await anyio.sleep(0.001)  # slow handlers: the response line arrives long before
+        handled.append(params)
+
+    router.on_notification("session/update", on_update)
+    async with peer_and_wire(router) as (peer, wire):
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as tg:
+                seen_at_result: list[int] = []
+
+                async def call() -> None:
+                    await peer.request("session/prompt")
+                    seen_at_result.append(len(handled))
+
+                tg.start_soon(call)
+                request = await wire.read()
+                lines = [
+                    json.dumps({"jsonrpc": "2.0", "method": "session/update", "params": [i]})
+                    for i in range(50)
+                ]
+                lines.append(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": {}}))
+                await wire.write("\n".join(lines).encode() + b"\n")
+        assert seen_at_result == [50]

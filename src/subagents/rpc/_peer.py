@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
-import math
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager, suppress
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Final, final
 
@@ -44,6 +46,11 @@ CANCEL_REQUEST_METHOD: Final = "$/cancel_request"
 _READ_SIZE: Final = 256 * 1024
 _ABANDONED_KEPT: Final = 1024
 
+_handling_notification: ContextVar[int | None] = ContextVar(
+    "subagents_rpc_handling_notification", default=None
+)
+"""Inside a notification handler: how many notifications were handled before this one."""
+
 
 @dataclass(frozen=True, slots=True)
 class PeerStatistics:
@@ -61,11 +68,13 @@ class PeerStatistics:
 
 @final
 class _Waiter:
-    __slots__ = ("event", "outcome")
+    __slots__ = ("barrier", "event", "outcome")
 
     def __init__(self) -> None:
         self.event = anyio.Event()
         self.outcome: SuccessResponse | ErrorResponse | BaseException | None = None
+        self.barrier = 0
+        """Notifications received before the answer: they are handled before it is returned."""
 
     def settle(self, outcome: SuccessResponse | ErrorResponse | BaseException) -> None:
         if self.outcome is None:
@@ -116,6 +125,10 @@ class Peer:
 
         self._next_id = 0
         self._pending: dict[RequestId, _Waiter] = {}
+        self._notes_received = 0
+        self._notes_handled = 0
+        self._barriers: list[tuple[int, int, anyio.Event]] = []
+        self._barrier_order = itertools.count()
         # Requests we stopped waiting for: their late answers are dropped quietly.
         self._abandoned: dict[RequestId, None] = {}
         self._inbound: dict[RequestId, anyio.CancelScope] = {}
@@ -139,6 +152,10 @@ class Peer:
     ) -> JsonValue:
         """Send a request and wait for its result.
 
+        The result is returned only once every notification received before the answer has
+        been handled (an ACP client sees all of a turn's updates before the turn's result);
+        inside a notification handler, only the notifications before that one count.
+
         Raises :class:`RPCError` when the peer answers with an error,
         :class:`ConnectionClosedError` when the connection closes first (or was closed),
         :class:`~subagents.protocol.MessageTooLargeError` when the answer was over the limit,
@@ -156,8 +173,11 @@ class Peer:
         try:
             await self._write(Request(request_id, method, params))
             sent = True
-            with anyio.fail_after(math.inf if timeout is None else timeout):
-                await waiter.event.wait()
+            if timeout is None:
+                await self._wait_answer(waiter)
+            else:
+                with anyio.fail_after(timeout):
+                    await self._wait_answer(waiter)
         except BaseException:
             if (
                 self._pending.pop(request_id, None) is not None
@@ -176,6 +196,23 @@ class Peer:
             raise RPCError.from_error(outcome.error)
         assert outcome is not None
         raise outcome
+
+    async def _wait_answer(self, waiter: _Waiter) -> None:
+        await waiter.event.wait()
+        barrier = waiter.barrier
+        inside = _handling_notification.get()
+        if inside is not None and inside < barrier:
+            # Called from a notification handler: only the notifications before it count.
+            barrier = inside
+        if self._notes_handled < barrier:
+            ready = anyio.Event()
+            heapq.heappush(self._barriers, (barrier, next(self._barrier_order), ready))
+            await ready.wait()
+
+    def _release_barriers(self, *, everything: bool = False) -> None:
+        barriers = self._barriers
+        while barriers and (everything or barriers[0][0] <= self._notes_handled):
+            heapq.heappop(barriers)[2].set()
 
     async def notify(self, method: str, params: JsonValue = None) -> None:
         """Send a notification.
@@ -301,6 +338,7 @@ class Peer:
             if message.method == CANCEL_REQUEST_METHOD:
                 self._on_cancel_request(message.params)
                 return
+            self._notes_received += 1
             try:
                 notify.send_nowait(message)
             except anyio.WouldBlock:
@@ -337,6 +375,7 @@ class Peer:
                     )
                 )
             else:
+                waiter.barrier = self._notes_received
                 waiter.settle(message)
 
     def _on_cancel_request(self, params: JsonValue) -> None:
@@ -433,37 +472,49 @@ class Peer:
     async def _deliver_notifications(
         self, receive: MemoryObjectReceiveStream[Notification]
     ) -> None:
-        while True:
-            try:
-                note = receive.receive_nowait()
-            except anyio.WouldBlock:
+        try:
+            while True:
                 try:
-                    note = await receive.receive()
+                    note = receive.receive_nowait()
+                except anyio.WouldBlock:
+                    try:
+                        note = await receive.receive()
+                    except anyio.EndOfStream:
+                        return
                 except anyio.EndOfStream:
                     return
-            except anyio.EndOfStream:
-                return
-            route = self._router.notification_route(note.method)
-            if route is None:
-                logger.debug("%s: notification %r ignored: no handler", self.name, note.method)
-                continue
-            try:
-                params = route.parse_params(note.params)
-            except ValidationError as exc:
-                self._report(
-                    RemoteProtocolError(
-                        ErrorCode.INVALID_PARAMS,
-                        f"notification {note.method!r} ignored: invalid params: "
-                        f"{exc.error_count()} validation error(s)",
-                        kind="invalid_envelope",
-                        answerable=False,
-                    )
+                await self._handle_notification(note)
+                self._notes_handled += 1
+                if self._barriers:
+                    self._release_barriers()
+        finally:
+            self._release_barriers(everything=True)
+
+    async def _handle_notification(self, note: Notification) -> None:
+        route = self._router.notification_route(note.method)
+        if route is None:
+            logger.debug("%s: notification %r ignored: no handler", self.name, note.method)
+            return
+        try:
+            params = route.parse_params(note.params)
+        except ValidationError as exc:
+            self._report(
+                RemoteProtocolError(
+                    ErrorCode.INVALID_PARAMS,
+                    f"notification {note.method!r} ignored: invalid params: "
+                    f"{exc.error_count()} validation error(s)",
+                    kind="invalid_envelope",
+                    answerable=False,
                 )
-                continue
-            try:
-                await route.handler(params)
-            except Exception:
-                logger.exception("%s: handler for notification %r failed", self.name, note.method)
+            )
+            return
+        token = _handling_notification.set(self._notes_handled)
+        try:
+            await route.handler(params)
+        except Exception:
+            logger.exception("%s: handler for notification %r failed", self.name, note.method)
+        finally:
+            _handling_notification.reset(token)
 
     async def _shutdown(self) -> None:
         """Answer requests in progress with -32800, stop reading, fail what is pending."""

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 
 from subagents.protocol import ErrorCode, JsonValue, MessageTooLargeError, RemoteProtocolError
 from subagents.rpc import ConnectionClosedError, Router, RPCError, open_peer
-from subagents.transports import pipe_pair
+from subagents.transports import open_pipe_pair
 
 from .wire import Wire, peer_and_wire, two_peers
 
@@ -457,8 +457,8 @@ async def test_closing_the_peer_answers_requests_in_progress_with_request_cancel
         await anyio.sleep_forever()
 
     router.on_request("forever", forever)
-    peer_in, wire_out = pipe_pair()
-    wire_in, peer_out = pipe_pair()
+    peer_in, wire_out = await open_pipe_pair()
+    wire_in, peer_out = await open_pipe_pair()
     wire = Wire(wire_in, wire_out)
     try:
         async with open_peer(peer_in, peer_out, router=router):

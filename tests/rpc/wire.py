@@ -9,18 +9,19 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 import anyio
+import anyio.abc
 
 from subagents.protocol import JsonValue
 from subagents.rpc import Peer, Router, open_peer
-from subagents.transports import FdReceiveStream, FdSendStream, pipe_pair
+from subagents.transports import open_pipe_pair
 
 
 @dataclass
 class Wire:
     """The far end of a peer under test: write raw lines, read decoded JSON lines."""
 
-    receive: FdReceiveStream
-    send: FdSendStream
+    receive: anyio.abc.ByteReceiveStream
+    send: anyio.abc.ByteSendStream
     buffer: bytes = b""
 
     async def write(self, data: bytes) -> None:
@@ -47,8 +48,8 @@ class Wire:
 async def peer_and_wire(
     router: Router | None = None, **options: object
 ) -> AsyncGenerator[tuple[Peer, Wire], None]:
-    peer_in, wire_out = pipe_pair()
-    wire_in, peer_out = pipe_pair()
+    peer_in, wire_out = await open_pipe_pair()
+    wire_in, peer_out = await open_pipe_pair()
     wire = Wire(wire_in, wire_out)
     try:
         async with open_peer(peer_in, peer_out, router=router, **options) as peer:  # type: ignore[arg-type]
@@ -64,8 +65,8 @@ async def peer_and_wire(
 async def two_peers(
     router_a: Router | None = None, router_b: Router | None = None
 ) -> AsyncGenerator[tuple[Peer, Peer], None]:
-    a_in, b_out = pipe_pair()
-    b_in, a_out = pipe_pair()
+    a_in, b_out = await open_pipe_pair()
+    b_in, a_out = await open_pipe_pair()
     try:
         async with (
             open_peer(a_in, a_out, router=router_a, name="a") as a,

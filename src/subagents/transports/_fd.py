@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 from collections.abc import AsyncGenerator
@@ -12,7 +13,14 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
-__all__ = ("FdReceiveStream", "FdSendStream", "open_stdio_streams", "pipe_pair")
+__all__ = (
+    "FdReceiveStream",
+    "FdSendStream",
+    "open_pipe_pair",
+    "open_stdio_streams",
+    "pipe_pair",
+    "wrap_pipe_fds",
+)
 
 
 @final
@@ -110,13 +118,46 @@ class FdSendStream(anyio.abc.ByteSendStream):
 
 
 def pipe_pair() -> tuple[FdReceiveStream, FdSendStream]:
-    """A connected OS pipe as ``(receive, send)`` streams."""
+    """A connected OS pipe as portable ``(receive, send)`` fd streams."""
     read_fd, write_fd = os.pipe()
     return FdReceiveStream(read_fd), FdSendStream(write_fd)
 
 
+def _on_asyncio() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+async def wrap_pipe_fds(
+    read_fd: int, write_fd: int
+) -> tuple[anyio.abc.ByteReceiveStream, anyio.abc.ByteSendStream]:
+    """Streams over two pipe file descriptors (which they own), the fastest kind per backend.
+
+    On asyncio these are asyncio's pipe transports; elsewhere (trio) the portable fd streams.
+    """
+    if _on_asyncio():
+        from ._asyncio_pipes import open_asyncio_pipe_streams
+
+        receive, send = await open_asyncio_pipe_streams(read_fd, write_fd)
+        assert receive is not None
+        assert send is not None
+        return receive, send
+    return FdReceiveStream(read_fd), FdSendStream(write_fd)
+
+
+async def open_pipe_pair() -> tuple[anyio.abc.ByteReceiveStream, anyio.abc.ByteSendStream]:
+    """A connected OS pipe as ``(receive, send)`` streams, the fastest kind per backend."""
+    read_fd, write_fd = os.pipe()
+    return await wrap_pipe_fds(read_fd, write_fd)
+
+
 @asynccontextmanager
-async def open_stdio_streams() -> AsyncGenerator[tuple[FdReceiveStream, FdSendStream], None]:
+async def open_stdio_streams() -> AsyncGenerator[
+    tuple[anyio.abc.ByteReceiveStream, anyio.abc.ByteSendStream], None
+]:
     """This process's stdin and stdout as streams, for an agent speaking over stdio.
 
     The protocol gets private duplicates of file descriptors 0 and 1; meanwhile fd 1 points at
@@ -132,7 +173,7 @@ async def open_stdio_streams() -> AsyncGenerator[tuple[FdReceiveStream, FdSendSt
     os.dup2(devnull, 0)
     os.dup2(2, 1)
     os.close(devnull)
-    receive, send = FdReceiveStream(proto_in), FdSendStream(proto_out)
+    receive, send = await wrap_pipe_fds(proto_in, proto_out)
     try:
         yield receive, send
     finally:

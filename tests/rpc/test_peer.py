@@ -655,10 +655,10 @@ async def test_a_result_is_returned_only_after_the_notifications_before_it_were_
         handled.append(params)
 
     router.on_notification("session/update", on_update)
+    seen_at_result: list[int] = []
     async with peer_and_wire(router) as (peer, wire):
         with anyio.fail_after(5):
             async with anyio.create_task_group() as tg:
-                seen_at_result: list[int] = []
 
                 async def call() -> None:
                     await peer.request("session/prompt")

@@ -1,0 +1,494 @@
+"""Render BENCHMARKS.md from the raw JSON lines of one benchmark run.
+
+Usage: ``.venv/bin/python bench/render.py bench/results/raw-<stamp>.jsonl [--out FILE]``
+(``bench/run.py`` calls it at the end of every run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+IMPL_ORDER = [
+    "subagents",
+    "subagents+typed",
+    "floor",
+    "acp-py",
+    "subagents/fd-streams",
+    "subagents/anyio-pipes",
+]
+NOTES = Path(__file__).with_name("notes.md")
+
+
+@dataclass(frozen=True)
+class Metric:
+    key: str
+    label: str
+    path: tuple[str, ...]
+    digits: int = 0
+
+
+METRICS = [
+    Metric("rtt_p50", "RTT p50 µs (0-chunk prompt)", ("rtt", "p50_us")),
+    Metric("rtt_p99", "RTT p99 µs", ("rtt", "p99_us")),
+    Metric("rtt_cpu", "CPU µs per RT (client+agent)", ("rtt", "cpu_us")),
+    Metric("conc_rps", "c=64 req/s", ("conc", "req_s")),
+    Metric("conc_cpu", "c=64 CPU µs/req (client+agent)", ("conc", "cpu_us")),
+    Metric("conc_p99", "c=64 latency p99 ms", ("conc", "p99_ms"), 2),
+    Metric("s16_rate", "stream 16 B msgs/s", ("stream", "msgs_s")),
+    Metric("s16_cpu", "stream 16 B CPU µs/msg (client+agent)", ("stream", "cpu_us"), 1),
+    Metric("s16_cli", "  of which client", ("stream", "cpu_cli_us"), 1),
+    Metric("s16_agent", "  of which agent", ("stream", "cpu_agent_us"), 1),
+    Metric("d16", "16 MiB down ms (agent→client notification)", ("big", "down_ms")),
+    Metric("u16", "16 MiB up ms (client→agent prompt, `len=` ack)", ("big", "up_ms")),
+    Metric("d16_cpu", "16 MiB down CPU ms (client+agent)", ("big", "down_cpu_ms")),
+    Metric("d64", "64 MiB down ms", ("huge", "down_ms")),
+    Metric("u64", "64 MiB up ms", ("huge", "up_ms")),
+]
+METRIC = {m.key: m for m in METRICS}
+
+
+@dataclass(frozen=True)
+class Target:
+    label: str
+    key: str
+    ref: str
+    op: str  # "<=" or ">="
+    bound: float
+
+
+TARGETS = [
+    Target("stream 16 B CPU/msg ≤ 0.4× acp-py", "s16_cpu", "acp-py", "<=", 0.4),
+    Target("stream 16 B CPU/msg ≤ 2.0× floor (perf.md)", "s16_cpu", "floor", "<=", 2.0),
+    Target("stream 16 B msgs/s ≥ 0.5× floor", "s16_rate", "floor", ">=", 0.5),
+    Target("RTT p50 ≤ 1.3× floor", "rtt_p50", "floor", "<=", 1.3),
+    Target("16 MiB down ≤ 1.2× floor", "d16", "floor", "<=", 1.2),
+    Target("16 MiB up ≤ 1.2× floor", "u16", "floor", "<=", 1.2),
+]
+TARGET_IMPLS = ["subagents", "subagents+typed"]
+
+
+def load(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
+    meta: dict[str, Any] = {}
+    end: dict[str, Any] = {}
+    runs: list[dict[str, Any]] = []
+    for line in path.read_text().splitlines():
+        if not line.strip():
+            continue
+        rec = json.loads(line)
+        kind = rec.get("kind")
+        if kind == "meta":
+            meta = rec
+        elif kind == "run":
+            runs.append(rec)
+        elif kind == "end":
+            end = rec
+    return meta, runs, end
+
+
+def value(run: dict[str, Any], path: tuple[str, ...]) -> float | None:
+    cur: Any = (run.get("result") or {}).get("phases") or {}
+    for p in path:
+        if not isinstance(cur, dict):
+            return None
+        cur = cur.get(p)
+    if isinstance(cur, bool) or not isinstance(cur, int | float):
+        return None
+    return float(cur) if math.isfinite(cur) else None
+
+
+def fmt_num(x: float, digits: int) -> str:
+    if digits == 0:
+        if abs(x) >= 100:
+            return f"{x:,.0f}".replace(",", " ") if abs(x) >= 10_000 else f"{x:.0f}"
+        return f"{x:.1f}"
+    return f"{x:.{digits}f}"
+
+
+def summary(values: list[float], digits: int) -> str:
+    if not values:
+        return "–"
+    med = statistics.median(values)
+    if len(values) == 1:
+        return fmt_num(med, digits)
+    return f"{fmt_num(med, digits)} ({fmt_num(min(values), digits)}–{fmt_num(max(values), digits)})"
+
+
+def ratio_summary(values: list[float], digits: int = 2) -> str:
+    if not values:
+        return "–"
+    med = statistics.median(values)
+    if len(values) == 1:
+        return f"{med:.{digits}f}×"
+    return f"{med:.{digits}f}× ({min(values):.2f}–{max(values):.2f})"
+
+
+class Data:
+    def __init__(self, runs: list[dict[str, Any]]) -> None:
+        self.by: dict[tuple[str, int], dict[str, Any]] = {}
+        for r in runs:
+            self.by[(r["impl"], r["rep"])] = r
+        present = {r["impl"] for r in runs}
+        self.impls = [i for i in IMPL_ORDER if i in present] + sorted(present - set(IMPL_ORDER))
+        self.reps = sorted({r["rep"] for r in runs})
+
+    def values(self, impl: str, m: Metric) -> list[float]:
+        out: list[float] = []
+        for rep in self.reps:
+            run = self.by.get((impl, rep))
+            v = value(run, m.path) if run else None
+            if v is not None:
+                out.append(v)
+        return out
+
+    def ratios(self, impl: str, ref: str, m: Metric) -> list[float]:
+        out: list[float] = []
+        for rep in self.reps:
+            a, b = self.by.get((impl, rep)), self.by.get((ref, rep))
+            va = value(a, m.path) if a else None
+            vb = value(b, m.path) if b else None
+            if va is not None and vb:
+                out.append(va / vb)
+        return out
+
+    def phase_field(self, impl: str, phase: str, field: str) -> list[Any]:
+        out: list[Any] = []
+        for rep in self.reps:
+            run = self.by.get((impl, rep))
+            phases = ((run or {}).get("result") or {}).get("phases") or {}
+            ph = phases.get(phase)
+            if run is None:
+                continue
+            if not isinstance(ph, dict):
+                out.append(None)
+            else:
+                out.append(ph.get(field, ph.get("error")))
+        return out
+
+
+def verdict(values: list[float], op: str, bound: float) -> str:
+    if not values:
+        return "not measured"
+
+    def within(x: float) -> bool:
+        return x <= bound if op == "<=" else x >= bound
+
+    word = "met" if within(statistics.median(values)) else "**MISSED**"
+    inside = sum(1 for v in values if within(v))
+    if 0 < inside < len(values):
+        word += f" (borderline: {inside}/{len(values)} reps within)"
+    return word
+
+
+def table(header: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return out
+
+
+def status_cell(items: list[Any]) -> str:
+    if not items:
+        return "–"
+    oks = sum(1 for x in items if x == "ok")
+    if oks == len(items):
+        return f"ok ({oks}/{len(items)})"
+    bad = [str(x) for x in items if x != "ok"]
+    return f"**broken** ({oks}/{len(items)} ok; {bad[0][:120]})"
+
+
+def render(meta: dict[str, Any], runs: list[dict[str, Any]], end: dict[str, Any]) -> str:
+    d = Data(runs)
+    L: list[str] = []
+    add = L.append
+    nreps = len(d.reps)
+    add("# Benchmarks: JSON-RPC over stdio for ACP")
+    add("")
+    add(
+        "Generated by `bench/run.py` from `"
+        + str(meta.get("raw_file", "?"))
+        + "` (raw data, not committed). Do not edit by hand: re-run the command below."
+    )
+    add("")
+    add("```")
+    add(str(meta.get("command", "")))
+    add("```")
+    add("")
+    mode = "quick" if meta.get("quick") else "full"
+    add(
+        f"Mode **{mode}**, {nreps} repetition(s); every repetition runs each implementation once, "
+        "in a new random order, as its own driver process against one freshly spawned agent. "
+        "Cells are **median (min–max) over the repetitions**. Ratios are **paired**: each "
+        "implementation divided by the reference measured in the same repetition."
+    )
+    total = end.get("total_s")
+    if total is not None:
+        add(f"The whole run took {total:.0f} s.")
+    add("")
+    fp0, fp1 = meta.get("src_fingerprint"), end.get("src_fingerprint")
+    if fp0 and fp1 and fp0 != fp1:
+        add(
+            "> **Warning: the library's source (`src/`) changed while this run was going on**, "
+            "so repetitions may have measured different code. Re-run on a quiet tree."
+        )
+        add("")
+    bgs = [r["background_pct"] for r in runs if r.get("background_pct") is not None]
+    if bgs:
+        busy = sum(1 for b in bgs if b > 20)
+        add(
+            "Other load on the machine while drivers ran (busy CPU not used by the driver or "
+            f"its agent): median {statistics.median(bgs):.0f}% of one core, max "
+            f"{max(bgs):.0f}%; {busy} of {len(bgs)} driver runs saw more than 20%. "
+            "Before each driver the bench waits (bounded) for the machine to go quiet."
+        )
+        add("")
+
+    add("## Implementations")
+    add("")
+    impl_rows = [
+        [
+            "`subagents`",
+            "`subagents.rpc` peer (`open_peer` + `Router`, raw JSON handlers) over the "
+            "project's pipe streams (`subagents.transports.wrap_pipe_fds`) on two OS pipes to "
+            "a child started with `anyio.open_process`; asyncio backend",
+            "`subagents.rpc` peer on `subagents.transports.open_stdio_streams()`",
+        ],
+        [
+            "`subagents+typed`",
+            "as `subagents`, and every `session/update` is validated into the generated "
+            "ACP models (`subagents.protocol.acp`)",
+            "same agent as `subagents`",
+        ],
+        [
+            "`subagents/fd-streams`",
+            "as `subagents`, but the client's peer uses the portable fd streams "
+            "(`FdReceiveStream`/`FdSendStream`, what trio gets) instead of the asyncio fast path",
+            "same agent as `subagents`",
+        ],
+        [
+            "`subagents/anyio-pipes`",
+            "as `subagents`, but the peer reads and writes anyio's process streams "
+            "(`Process.stdout`/`.stdin`) instead of the project's fd streams",
+            "same agent as `subagents`",
+        ],
+        [
+            "`floor`",
+            "stdlib `json`, asyncio subprocess pipes, one reader task, dict of futures",
+            "`connect_read_pipe`/`connect_write_pipe`, handlers inline, one `write()` per "
+            "message, drain above 64 KiB",
+        ],
+        [
+            "`acp-py`",
+            "official SDK `agent-client-protocol` "
+            + str(meta.get("acp_version", "0.12.1"))
+            + ": `acp.spawn_agent_process` + `ClientSideConnection` (clean venv)",
+            "`acp.run_agent` with an echo `Agent` (`update_agent_message_text` per chunk)",
+        ],
+    ]
+    shown = set(d.impls) | set(meta.get("skipped") or {})
+    impl_rows = [r for r in impl_rows if r[0].strip("`") in shown]
+    add("\n".join(table(["name", "client", "agent"], impl_rows)))
+    add("")
+    skipped = meta.get("skipped") or {}
+    for name, why in skipped.items():
+        add(f"* **`{name}` was not run:** {why}")
+    if skipped:
+        add("")
+
+    add("## Results side by side")
+    add("")
+    rows: list[list[str]] = []
+    for m in METRICS:
+        rows.append([m.label] + [summary(d.values(i, m), m.digits) for i in d.impls])
+    for direction in ("down", "up"):
+        rows.append(
+            [f"64 MiB {direction} (limit raised)"]
+            + [status_cell(d.phase_field(i, "huge", direction)) for i in d.impls]
+        )
+    over: list[str] = []
+    for i in d.impls:
+        items = d.phase_field(i, "oversize", "status")
+        over.append(status_cell(items) if any(x is not None for x in items) else "n/a")
+    rows.append(["too-large line, then a normal round trip", *over])
+    add("\n".join(table(["metric"] + [f"`{i}`" for i in d.impls], rows)))
+    add("")
+
+    details = []
+    for i in d.impls:
+        items = [x for x in d.phase_field(i, "oversize", "detail") if x]
+        if items:
+            details.append(f"* `{i}` over-limit probe: {items[0]}")
+    if details:
+        add("\n".join(details))
+        add("")
+
+    add("## Targets (paired ratios, same repetition)")
+    add("")
+    rows = []
+    for t in TARGETS:
+        m = METRIC[t.key]
+        for impl in TARGET_IMPLS:
+            if impl not in d.impls:
+                continue
+            r = d.ratios(impl, t.ref, m)
+            rows.append([t.label, f"`{impl}`", ratio_summary(r, 3), verdict(r, t.op, t.bound)])
+    for impl in TARGET_IMPLS:
+        if impl not in d.impls:
+            continue
+        ok = [
+            a == "ok" and b == "ok"
+            for a, b in zip(
+                d.phase_field(impl, "huge", "down"), d.phase_field(impl, "huge", "up"), strict=True
+            )
+        ]
+        rows.append(
+            [
+                "64 MiB works, both directions, limit raised",
+                f"`{impl}`",
+                f"{sum(ok)}/{len(ok)} repetitions",
+                "met" if ok and all(ok) else "**MISSED**",
+            ]
+        )
+        ov = d.phase_field(impl, "oversize", "status")
+        rows.append(
+            [
+                "too-large line leaves the connection usable",
+                f"`{impl}`",
+                f"{sum(1 for x in ov if x == 'ok')}/{len(ov)} repetitions",
+                "met" if ov and all(x == "ok" for x in ov) else "**MISSED**",
+            ]
+        )
+    if rows:
+        head = ["target", "implementation", "ratio median (min–max)", "verdict"]
+        add("\n".join(table(head, rows)))
+    else:
+        add("No `subagents` rows were measured, so no target could be checked.")
+    add("")
+    add(
+        "A verdict compares the **median** paired ratio with the bound; the min–max shows how "
+        "far single repetitions strayed, and *borderline* says how many repetitions fell on "
+        "the right side when they disagree (such a verdict can flip from one run to the next: "
+        "re-run with more `--reps` before acting on it). `subagents+typed` is held to the same "
+        "bounds so the cost of typed validation is visible, but the targets are set for "
+        "`subagents`."
+    )
+    add("")
+
+    for ref in ("floor", "acp-py"):
+        if ref not in d.impls:
+            continue
+        others = [i for i in d.impls if i != ref]
+        add(f"## All paired ratios vs `{ref}`")
+        add("")
+        rows = []
+        for m in METRICS:
+            rows.append([m.label.strip()] + [ratio_summary(d.ratios(i, ref, m)) for i in others])
+        add("\n".join(table(["metric"] + [f"`{i}` / `{ref}`" for i in others], rows)))
+        add("")
+
+    add("## Runs")
+    add("")
+    rows = []
+    for rep in d.reps:
+        order = [r for r in runs if r["rep"] == rep]
+        order.sort(key=lambda r: r.get("slot", 0))
+        cells = []
+        for r in order:
+            st = r.get("status", "?")
+            errs = [
+                f"{k}: {v['error']}"
+                for k, v in ((r.get("result") or {}).get("phases") or {}).items()
+                if isinstance(v, dict) and "error" in v
+            ]
+            extra = "" if st == "ok" and not errs else f" **{st}** {'; '.join(errs)[:160]}"
+            bg = r.get("background_pct")
+            load = f", bg {bg:.0f}%" if bg is not None else ""
+            cells.append(f"`{r['impl']}` {r.get('wall_s', 0):.1f} s{load}{extra}")
+        rows.append([str(rep + 1), ", ".join(cells)])
+    head = ["rep", "order, driver wall time, background load (% of one core)"]
+    add("\n".join(table(head, rows)))
+    add("")
+
+    add("## Machine and versions")
+    add("")
+    m = meta.get("machine", {})
+    facts = [
+        ("CPU", f"{m.get('cpu_count', '?')} × {m.get('cpu_model', '?')}"),
+        ("kernel", str(m.get("kernel", "?"))),
+        ("Python", str(m.get("python", "?"))),
+        ("date (UTC)", str(meta.get("started_utc", "?"))),
+        ("project", str(meta.get("project", "?"))),
+    ]
+    for name, ver in (meta.get("versions") or {}).items():
+        facts.append((name, str(ver)))
+    add("\n".join(table(["fact", "value"], [[a, b] for a, b in facts])))
+    add("")
+    freeze = meta.get("acp_freeze") or []
+    if freeze:
+        add("`pip freeze` of the clean acp-py venv (`bench/.venvs/acp-py`, created by the bench):")
+        add("")
+        add("```")
+        add("\n".join(freeze))
+        add("```")
+        add("")
+    tels = [(r.get("result") or {}).get("telemetry") for r in runs]
+    tel = next((t for t in tels if t), None)
+    if tel:
+        add(f"acp-py telemetry check (must be all false): `{json.dumps(tel)}`")
+        add("")
+
+    add("## Method")
+    add("")
+    w = meta.get("workload") or {}
+    method = [
+        "Wire workload, identical for all: `initialize`, `session/new`, then `session/prompt` with "
+        "one text block whose text starts `n,size,ack|`; the echo agent sends `n` "
+        "`session/update` `agent_message_chunk` notifications of `size` bytes of text (first "
+        "one chunk `len=<prompt text length>` if `ack` is 1) and answers "
+        '`{"stopReason":"end_turn"}`.',
+        f"RTT: {w.get('rtt_warmup', '?')} warm-up then {w.get('rtt_n', '?')} sequential "
+        "0-chunk prompts; p50/p99 of per-call latency.",
+        f"Concurrency: {w.get('conc', '?')} workers in a closed loop, {w.get('conc_total', '?')} "
+        f"requests after {w.get('conc_warmup', '?')} warm-up.",
+        f"Stream: one prompt that makes the agent send {w.get('stream_n', '?')} chunks of "
+        f"{w.get('stream_size', '?')} B; the client checks the count and the text bytes. "
+        "msgs/s = chunks / wall time of the prompt.",
+        f"Large: 16 MiB down (one notification) and up (one prompt, checked by the `len=` ack), "
+        f"median of {w.get('big_reps', '?')} each after a 1 MiB warm-up; then 64 MiB down and "
+        "up once. Times include the prompt round trip.",
+        "Over-limit probe (`subagents` only, runs last): with `max_message_bytes` set to "
+        f"{meta.get('raised_limit', '?')} B on both sides, the agent sends a notification and "
+        "the client sends a prompt larger than that; then a normal 0-chunk round trip must "
+        "succeed.",
+        "CPU = client `time.process_time()` + agent `/proc/PID/task/*/schedstat` (all threads), "
+        "before/after each phase. Client and agent share the machine's cores with the "
+        "orchestrator, which idles while a driver runs.",
+        "Limits: `floor` uses a StreamReader limit of 2 × 65 MiB; `acp-py` is unbounded (its "
+        "reader re-assembles lines past the asyncio limit); `subagents` uses "
+        "`max_message_bytes` = 65 MiB.",
+        "Each driver has per-phase timeouts; the orchestrator kills a driver's whole process "
+        "group (`start_new_session` + `os.killpg`) when it overruns its run-level timeout.",
+    ]
+    add("\n".join(f"* {x}" for x in method))
+    add("")
+    if NOTES.exists():
+        add(NOTES.read_text().rstrip())
+        add("")
+    return "\n".join(L)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("raw", type=Path)
+    ap.add_argument("--out", type=Path, default=Path("BENCHMARKS.md"))
+    args = ap.parse_args()
+    meta, runs, end = load(args.raw)
+    args.out.write_text(render(meta, runs, end))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,497 @@
+"""Interleaved benchmark: `subagents` vs the official ACP Python SDK vs an asyncio floor.
+
+    .venv/bin/python bench/run.py [--quick] [--reps N] [--out BENCHMARKS.md]
+
+Every repetition runs each implementation once, in a new random order, as its own driver
+process (which spawns its own agent and runs every phase against it). Raw JSON lines go to
+``bench/results/raw-<timestamp>.jsonl``; the summary is rendered into ``--out``.
+
+On first use it creates ``bench/.venvs/acp-py`` (``python3 -m venv`` + pip) holding only
+``agent-client-protocol`` and its dependencies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import functools
+import hashlib
+import json
+import os
+import platform
+import random
+import resource
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import render
+from drivers._common import FULL, QUICK, RAISED_LIMIT
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+DRIVERS = BENCH / "drivers"
+RESULTS = BENCH / "results"
+ACP_VENV = BENCH / ".venvs" / "acp-py"
+ACP_PIN = "agent-client-protocol==0.12.1"
+DEFAULT_IMPLS = ("subagents", "subagents+typed", "floor", "acp-py", "subagents/fd-streams")
+#: Also runnable with --impls, not run by default.
+EXTRA_IMPLS = ("subagents/anyio-pipes",)
+ALL_IMPLS = DEFAULT_IMPLS + EXTRA_IMPLS
+#: Distributions allowed in the clean acp-py venv: the SDK and its runtime dependencies.
+ACP_ALLOWED = {
+    "agent-client-protocol",
+    "pydantic",
+    "pydantic-core",
+    "annotated-types",
+    "typing-inspection",
+    "typing-extensions",
+}
+
+
+def log(msg: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def _norm(name: str) -> str:
+    return name.lower().replace("_", "-").replace(".", "-")
+
+
+def acp_python() -> Path:
+    return ACP_VENV / "bin" / "python"
+
+
+def acp_freeze() -> list[str]:
+    out = subprocess.run(
+        [str(acp_python()), "-m", "pip", "freeze", "--disable-pip-version-check"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return sorted(line.strip() for line in out.stdout.splitlines() if line.strip())
+
+
+@functools.cache
+def ensure_acp_venv() -> list[str]:
+    """Create the clean acp-py venv if needed; return its ``pip freeze``."""
+    if acp_python().exists():
+        try:
+            freeze = acp_freeze()
+        except (subprocess.SubprocessError, OSError):
+            freeze = []
+        if _norm(ACP_PIN) in {_norm(x) for x in freeze}:
+            _check_clean(freeze)
+            return freeze
+        log("acp-py venv incomplete: recreating it")
+        shutil.rmtree(ACP_VENV)
+    python3 = shutil.which("python3") or sys.executable
+    log(f"creating {ACP_VENV.relative_to(ROOT)} with {python3} -m venv, then pip install {ACP_PIN}")
+    ACP_VENV.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run([python3, "-m", "venv", str(ACP_VENV)], check=True, timeout=300)
+    subprocess.run(
+        [
+            str(acp_python()),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            ACP_PIN,
+        ],
+        check=True,
+        timeout=600,
+    )
+    freeze = acp_freeze()
+    _check_clean(freeze)
+    return freeze
+
+
+def _check_clean(freeze: list[str]) -> None:
+    names = {_norm(line.split("==")[0].split(" @ ")[0]) for line in freeze}
+    extra = names - {_norm(n) for n in ACP_ALLOWED}
+    if extra:
+        raise SystemExit(
+            f"{ACP_VENV} holds more than the SDK ({sorted(extra)}); delete it and re-run "
+            "so acp-py is measured without optional packages on its hot path"
+        )
+
+
+def probe_import(python: Path, code: str) -> str | None:
+    """Run ``code`` in ``python``; return None on success, else the last stderr line."""
+    r = subprocess.run(
+        [str(python), "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env=driver_env(),
+    )
+    if r.returncode == 0:
+        return None
+    lines = [x for x in r.stderr.strip().splitlines() if x.strip()]
+    return lines[-1] if lines else f"exit {r.returncode}"
+
+
+def driver_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    env.pop("BENCH_SCALE", None)  # profiling knob (bench/profile.py); never in a real run
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def machine_facts() -> dict[str, Any]:
+    model = "?"
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return {
+        "cpu_count": os.cpu_count(),
+        "cpu_model": model,
+        "kernel": platform.release(),
+        "python": sys.version.split()[0],
+        "implementation": platform.python_implementation(),
+    }
+
+
+def project_versions() -> dict[str, str]:
+    from importlib import metadata
+
+    out: dict[str, str] = {}
+    for dist in ("subagents", "anyio", "pydantic", "pydantic-core"):
+        try:
+            out[f"{dist} (project venv)"] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[f"{dist} (project venv)"] = "not installed"
+    return out
+
+
+def project_revision() -> str:
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", "src"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    rev = head.stdout.strip() if head.returncode == 0 else "no commit yet"
+    if dirty.returncode == 0 and dirty.stdout.strip():
+        rev += " + uncommitted changes in src/"
+    return rev
+
+
+def driver_command(impl: str) -> list[str]:
+    """The command line of ``impl``'s driver (without ``--out``)."""
+    python = str(Path(sys.executable))
+    if impl == "floor":
+        return [python, str(DRIVERS / "floor_client.py")]
+    if impl == "acp-py":
+        ensure_acp_venv()
+        return [str(acp_python()), str(DRIVERS / "acp_client.py")]
+    cmd = [python, str(DRIVERS / "subagents_client.py")]
+    if impl == "subagents+typed":
+        cmd += ["--variant", "typed"]
+    elif impl == "subagents/anyio-pipes":
+        cmd += ["--transport", "anyio"]
+    elif impl == "subagents/fd-streams":
+        cmd += ["--transport", "fd"]
+    elif impl != "subagents":
+        raise ValueError(f"unknown implementation {impl!r}")
+    return cmd
+
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def machine_busy_s() -> float:
+    """CPU seconds the whole machine spent busy (user+nice+system+irq+softirq), /proc/stat."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:8]]
+    user, nice, system, _idle, _iowait, irq, softirq = fields
+    return (user + nice + system + irq + softirq) / CLK_TCK
+
+
+def children_cpu_s() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def wait_quiet(max_wait: float, threshold: float = 0.2, window: float = 0.5) -> tuple[float, float]:
+    """Wait (at most ``max_wait`` s) until other processes use < ``threshold`` cores.
+
+    Returns (seconds waited, last measured load in cores). The bench shares the machine with
+    whatever else runs (a test suite, say); this keeps drivers from starting in a burst.
+    """
+    t0 = time.perf_counter()
+    load = 0.0
+    while True:
+        b0, c0 = machine_busy_s(), time.process_time()
+        time.sleep(window)
+        load = (machine_busy_s() - b0 - (time.process_time() - c0)) / window
+        waited = time.perf_counter() - t0
+        if load < threshold or waited >= max_wait:
+            return waited, load
+
+
+def src_fingerprint() -> str:
+    """A hash of the library's source, to notice edits made while the bench runs."""
+    h = hashlib.sha256()
+    for path in sorted((ROOT / "src").rglob("*.py")):
+        h.update(str(path.relative_to(ROOT)).encode())
+        with contextlib.suppress(OSError):
+            h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def run_driver(
+    cmd: list[str], out: Path, timeout: float, logfile: Path
+) -> tuple[str, int | None, float, float, dict[str, Any] | None, str]:
+    """Run one driver in its own session; kill its whole process group if it overruns.
+
+    Also measures the machine's background load while it ran: busy CPU time of the whole
+    machine minus that of the driver and its agent (both reaped, so in RUSAGE_CHILDREN).
+    """
+    t0 = time.perf_counter()
+    busy0, kids0, own0 = machine_busy_s(), children_cpu_s(), time.process_time()
+    with open(logfile, "wb") as logf:
+        proc = subprocess.Popen(
+            cmd,
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=logf,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=driver_env(),
+        )
+        status = "ok"
+        try:
+            rc: int | None = proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            status = "killed (run-level timeout)"
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            rc = None
+        # whatever the driver left behind (an agent it failed to reap) goes too
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    wall = time.perf_counter() - t0
+    background = (
+        machine_busy_s() - busy0 - (children_cpu_s() - kids0) - (time.process_time() - own0)
+    )
+    result: dict[str, Any] | None = None
+    if out.exists():
+        try:
+            result = json.loads(out.read_text())
+        except json.JSONDecodeError:
+            result = None
+    if status == "ok" and (rc != 0 or result is None):
+        status = f"failed (exit {rc})"
+    tail = ""
+    if status != "ok" or _has_errors(result):
+        tail = logfile.read_bytes()[-3000:].decode("utf-8", "replace")
+    return status, rc, wall, max(0.0, background) / wall * 100, result, tail
+
+
+def _has_errors(result: dict[str, Any] | None) -> bool:
+    phases = (result or {}).get("phases") or {}
+    return any(isinstance(v, dict) and "error" in v for v in phases.values())
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="1 repetition, fewer messages (<~60 s)")
+    ap.add_argument("--reps", type=int, default=None, help="repetitions (default 5, quick 1)")
+    ap.add_argument("--out", type=Path, default=ROOT / "BENCHMARKS.md", help="summary file")
+    ap.add_argument(
+        "--impls",
+        default=",".join(DEFAULT_IMPLS),
+        help="comma-separated subset of: " + ", ".join(ALL_IMPLS),
+    )
+    ap.add_argument("--seed", type=int, default=None, help="shuffle seed (default: random)")
+    ap.add_argument(
+        "--driver-timeout", type=float, default=None, help="run-level bound per driver, s"
+    )
+    ap.add_argument("--budget", type=float, default=None, help="bound for the whole run, s")
+    ap.add_argument(
+        "--quiet-wait",
+        type=float,
+        default=None,
+        help="before each driver, wait up to this many s for the machine to be idle "
+        "(default 10, quick 2)",
+    )
+    args = ap.parse_args()
+
+    quick: bool = args.quick
+    reps: int = args.reps if args.reps is not None else (1 if quick else 5)
+    driver_timeout: float = args.driver_timeout or (90.0 if quick else 240.0)
+    budget: float = args.budget or (150.0 if quick else 900.0)
+    quiet_wait: float = args.quiet_wait if args.quiet_wait is not None else (2.0 if quick else 10.0)
+    seed: int = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
+    wanted = [x.strip() for x in args.impls.split(",") if x.strip()]
+    t_start = time.perf_counter()
+
+    project_python = Path(sys.executable)
+    impls: dict[str, list[str]] = {}
+    skipped: dict[str, str] = {}
+    meta_extra: dict[str, Any] = {}
+
+    for impl in wanted:
+        if impl not in ALL_IMPLS:
+            raise SystemExit(f"unknown implementation {impl!r}")
+        if impl == "acp-py":
+            try:
+                meta_extra["acp_freeze"] = ensure_acp_venv()
+            except (subprocess.SubprocessError, OSError) as exc:
+                skipped[impl] = f"could not create the acp-py venv: {exc}"
+                continue
+            meta_extra["acp_version"] = ACP_PIN.split("==")[1]
+        elif impl.startswith("subagents"):
+            err = probe_import(
+                project_python, "import subagents.rpc, subagents.transports; import anyio"
+            )
+            if err is None and impl == "subagents+typed":
+                err = probe_import(
+                    project_python,
+                    "from subagents.protocol.acp import SessionNotification, "
+                    "AgentMessageChunkSessionUpdate, TextContentBlock",
+                )
+                if err is not None:
+                    err = f"generated ACP models not importable ({err})"
+            if err is not None:
+                skipped[impl] = err
+                continue
+        impls[impl] = driver_command(impl)
+    for name, why in skipped.items():
+        log(f"skipping {name}: {why}")
+    if not impls:
+        raise SystemExit("nothing to run")
+
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
+    raw_path = RESULTS / f"raw-{stamp}.jsonl"
+    out_path: Path = args.out
+    command = ".venv/bin/python bench/run.py" + (" --quick" if quick else "")
+    if args.reps is not None:
+        command += f" --reps {reps}"
+    if out_path.resolve() != (ROOT / "BENCHMARKS.md").resolve():
+        command += f" --out {shlex.quote(str(args.out))}"
+    if args.impls != ap.get_default("impls"):
+        command += f" --impls {shlex.quote(args.impls)}"
+
+    meta: dict[str, Any] = {
+        "kind": "meta",
+        "started_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S"),
+        "command": command,
+        "argv": sys.argv,
+        "quick": quick,
+        "reps": reps,
+        "seed": seed,
+        "raw_file": str(raw_path.relative_to(ROOT)),
+        "impls": list(impls),
+        "skipped": skipped,
+        "machine": machine_facts(),
+        "versions": project_versions(),
+        "project": project_revision(),
+        "src_fingerprint": src_fingerprint(),
+        "quiet_gate": f"wait up to {quiet_wait:.0f} s for background load < 0.2 cores",
+        "workload": (QUICK if quick else FULL).__dict__,
+        "raised_limit": RAISED_LIMIT,
+        "driver_timeout_s": driver_timeout,
+        **meta_extra,
+    }
+    if "acp_freeze" in meta_extra:
+        meta["versions"]["agent-client-protocol (acp-py venv)"] = meta_extra["acp_version"]
+        for line in meta_extra["acp_freeze"]:
+            if line.lower().startswith("pydantic=="):
+                meta["versions"]["pydantic (acp-py venv)"] = line.split("==")[1]
+
+    rng = random.Random(seed)
+    log(f"{reps} repetition(s) of {', '.join(impls)}; seed {seed}; raw data {raw_path}")
+    with open(raw_path, "w") as raw, tempfile.TemporaryDirectory(prefix="bench-") as tmp:
+        raw.write(json.dumps(meta) + "\n")
+        raw.flush()
+        for rep in range(reps):
+            order = list(impls)
+            rng.shuffle(order)
+            for slot, impl in enumerate(order):
+                elapsed = time.perf_counter() - t_start
+                rec: dict[str, Any] = {"kind": "run", "rep": rep, "slot": slot, "impl": impl}
+                if elapsed > budget:
+                    rec.update(status="skipped (run budget spent)", wall_s=0.0, result=None)
+                    raw.write(json.dumps(rec) + "\n")
+                    log(f"rep {rep + 1}/{reps}: {impl} skipped, budget {budget:.0f} s spent")
+                    continue
+                out = Path(tmp) / f"{rep}-{slot}.json"
+                cmd = [*impls[impl], "--out", str(out)]
+                if quick:
+                    cmd.append("--quick")
+                waited, pre_load = wait_quiet(quiet_wait)
+                status, rc, wall, bg_pct, result, tail = run_driver(
+                    cmd, out, driver_timeout, Path(tmp) / f"{rep}-{slot}.log"
+                )
+                rec.update(
+                    status=status,
+                    rc=rc,
+                    wall_s=wall,
+                    background_pct=bg_pct,
+                    quiet_wait_s=waited,
+                    pre_load_cores=pre_load,
+                    result=result,
+                )
+                if tail:
+                    rec["log_tail"] = tail
+                raw.write(json.dumps(rec) + "\n")
+                raw.flush()
+                log(
+                    f"rep {rep + 1}/{reps}: {impl:<16} {status} in {wall:5.1f} s "
+                    f"(background {bg_pct:.0f}% of a core){_brief(result)}"
+                )
+                if tail:
+                    print(tail, file=sys.stderr)
+                time.sleep(0.3)
+        total = time.perf_counter() - t_start
+        end = {"kind": "end", "total_s": total, "src_fingerprint": src_fingerprint()}
+        raw.write(json.dumps(end) + "\n")
+
+    out_path.write_text(render.render(*render.load(raw_path)))
+    log(f"done in {total:.0f} s; wrote {out_path} (raw: {raw_path})")
+    return 0
+
+
+def _brief(result: dict[str, Any] | None) -> str:
+    ph = (result or {}).get("phases") or {}
+    parts = []
+    with contextlib.suppress(KeyError, TypeError):
+        parts.append(f"rtt p50 {ph['rtt']['p50_us']:.0f} µs")
+    with contextlib.suppress(KeyError, TypeError):
+        parts.append(f"stream {ph['stream']['cpu_us']:.1f} µs/msg")
+    with contextlib.suppress(KeyError, TypeError):
+        parts.append(f"16 MiB {ph['big']['down_ms']:.0f}/{ph['big']['up_ms']:.0f} ms")
+    errs = [f"{k}: {v['error']}" for k, v in ph.items() if isinstance(v, dict) and "error" in v]
+    brief = "; " + ", ".join(parts) if parts else ""
+    return brief + ("; ERROR " + "; ".join(errs) if errs else "")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

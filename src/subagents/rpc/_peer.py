@@ -83,6 +83,15 @@ class _Waiter:
 
 
 @final
+class _Worker:
+    __slots__ = ("job", "wake")
+
+    def __init__(self) -> None:
+        self.job: tuple[Request, anyio.CancelScope] | None = None
+        self.wake = anyio.Event()
+
+
+@final
 class Peer:
     """One side of a JSON-RPC connection; both sides may send requests and notifications.
 
@@ -132,12 +141,21 @@ class Peer:
         # Requests we stopped waiting for: their late answers are dropped quietly.
         self._abandoned: dict[RequestId, None] = {}
         self._inbound: dict[RequestId, anyio.CancelScope] = {}
-        self._slots = anyio.Semaphore(max_concurrent_requests, fast_acquire=True)
+        # Request handlers run on a pool of worker tasks, started on demand (at most
+        # max_concurrent_requests) and reused: handing a request to an idle worker costs an
+        # event, where starting a task per request costs several times more.
+        self._max_workers = max_concurrent_requests
+        self._workers = 0
+        self._idle: list[_Worker] = []
+        self._worker_freed: anyio.Event | None = None
         self._handlers_done: anyio.Event | None = None
         self._notification_buffer = notification_buffer
         self._notify_send: MemoryObjectSendStream[Notification] | None = None
         self._notify_receive: MemoryObjectReceiveStream[Notification] | None = None
         self._write_lock = anyio.Lock(fast_acquire=True)
+        # A stream that hands each item over whole and never interleaves two (it says so with
+        # ``atomic_send = True``) needs no lock around writes.
+        self._atomic_send = getattr(send_stream, "atomic_send", False) is True
         self._task_group: anyio.abc.TaskGroup | None = None
         self._closed_error: ConnectionClosedError | None = None
         self._receiving_done = anyio.Event()
@@ -277,8 +295,11 @@ class Peer:
     async def _write(self, message: Message) -> None:
         data = encode_message(message, include_version=self._include_version)
         try:
-            async with self._write_lock:
+            if self._atomic_send:
                 await self._send.send(data)
+            else:
+                async with self._write_lock:
+                    await self._send.send(data)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
             error = ConnectionClosedError(f"{self.name}: cannot write: {exc!r}")
             self._close(error)
@@ -354,10 +375,7 @@ class Peer:
                     )
                 )
                 return
-            await self._slots.acquire()
-            scope = anyio.CancelScope()
-            self._inbound[message.id] = scope
-            tg.start_soon(self._handle_request, message, scope)
+            await self._hand_over(message, tg)
         else:
             waiter = self._pending.pop(message.id, None) if message.id is not None else None
             if waiter is None and message.id in self._abandoned:
@@ -422,6 +440,41 @@ class Peer:
             except Exception:
                 logger.exception("%s: on_protocol_error callback failed", self.name)
 
+    async def _hand_over(self, request: Request, tg: anyio.abc.TaskGroup) -> None:
+        """Give ``request`` to an idle worker, or a new one; wait while all are busy."""
+        while not self._idle and self._workers >= self._max_workers:
+            self._worker_freed = freed = anyio.Event()
+            await freed.wait()
+        scope = anyio.CancelScope()
+        self._inbound[request.id] = scope
+        if self._idle:
+            worker = self._idle.pop()
+            worker.job = (request, scope)
+            worker.wake.set()
+        else:
+            self._workers += 1
+            worker = _Worker()
+            worker.job = (request, scope)
+            tg.start_soon(self._work, worker)
+
+    async def _work(self, worker: _Worker) -> None:
+        try:
+            while True:
+                job = worker.job
+                assert job is not None
+                worker.job = None
+                await self._handle_request(*job)
+                worker.wake = anyio.Event()
+                self._idle.append(worker)
+                if self._worker_freed is not None:
+                    self._worker_freed.set()
+                    self._worker_freed = None
+                await worker.wake.wait()
+        finally:
+            self._workers -= 1
+            if worker in self._idle:
+                self._idle.remove(worker)
+
     async def _handle_request(self, request: Request, scope: anyio.CancelScope) -> None:
         try:
             response = await self._answer(request, scope)
@@ -436,7 +489,6 @@ class Peer:
                 logger.debug("%s: answer to %r dropped: connection closed", self.name, request.id)
         finally:
             self._inbound.pop(request.id, None)
-            self._slots.release()
             if not self._inbound and self._handlers_done is not None:
                 self._handlers_done.set()
 

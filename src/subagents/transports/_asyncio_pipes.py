@@ -147,6 +147,10 @@ class AsyncioPipeSendStream(anyio.abc.ByteSendStream):
     sender waits only while the transport's buffer is above its high-water mark.
     """
 
+    atomic_send: Final = True
+    """Each ``send()`` hands its item to the transport in one piece: concurrent senders never
+    interleave, so the JSON-RPC peer needs no write lock."""
+
     def __init__(self, transport: asyncio.WriteTransport, writer: _Writer) -> None:
         self._transport = transport
         self._writer = writer

@@ -123,7 +123,8 @@ def pipe_pair() -> tuple[FdReceiveStream, FdSendStream]:
     return FdReceiveStream(read_fd), FdSendStream(write_fd)
 
 
-def _on_asyncio() -> bool:
+def on_asyncio() -> bool:
+    """Whether the running event loop is asyncio's (as opposed to trio)."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -138,7 +139,7 @@ async def wrap_pipe_fds(
 
     On asyncio these are asyncio's pipe transports; elsewhere (trio) the portable fd streams.
     """
-    if _on_asyncio():
+    if on_asyncio():
         from ._asyncio_pipes import open_asyncio_pipe_streams
 
         receive, send = await open_asyncio_pipe_streams(read_fd, write_fd)

@@ -1,0 +1,362 @@
+"""Child processes for out-of-process agents: the one way every transport runs an agent command.
+
+- its own process group (``start_new_session``), so the whole tree can be signalled;
+- an explicit environment: :data:`BASE_ENV_VARS` copied from the parent, plus what the caller
+  passes, and the parent's whole environment only when asked (``inherit_env=True``);
+- stderr drained continuously into a bounded tail (and a logger), so a chatty child never
+  blocks on a full pipe;
+- a bounded shutdown ladder, shielded from cancellation: close stdin, wait, SIGTERM the group,
+  wait, SIGKILL the group (and any member of the group still alive after the leader exited);
+- the exit status and stderr tail are known when the process ends, for the error that fails
+  whatever was waiting on it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass
+from typing import Final, final
+
+import anyio
+import anyio.abc
+
+from ._asyncio_pipes import open_asyncio_pipe_streams
+from ._fd import FdReceiveStream, on_asyncio, wrap_pipe_fds
+
+__all__ = (
+    "BASE_ENV_VARS",
+    "AgentProcess",
+    "ProcessExit",
+    "ProcessStartError",
+    "build_child_env",
+    "open_agent_process",
+    "terminate_process_group",
+)
+
+logger = logging.getLogger("subagents.process")
+
+BASE_ENV_VARS: Final = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TERM",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TMPDIR",
+    "TZ",
+)
+"""Variables copied from the parent's environment by default (when set there). Nothing else
+is passed unless the caller names it (``env=``) or asks for the whole environment
+(``inherit_env=True``): API keys in particular are passed only when configured."""
+
+DEFAULT_STDERR_TAIL: Final = 64 * 1024
+
+
+def build_child_env(
+    env: Mapping[str, str] | None = None,
+    *,
+    inherit_env: bool = False,
+    parent: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The environment a child gets: the base (or all of ``parent``), then ``env`` on top."""
+    source = os.environ if parent is None else parent
+    if inherit_env:
+        result = dict(source)
+    else:
+        result = {name: source[name] for name in BASE_ENV_VARS if name in source}
+    if env:
+        result.update(env)
+    return result
+
+
+class ProcessStartError(OSError):
+    """The command could not be started (not found, not executable, or start-up timed out)."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ProcessExit:
+    """How a child ended."""
+
+    returncode: int
+    """The exit status; negative when killed by a signal (``-signal``)."""
+    stderr_tail: str
+    """The last bytes the child wrote to stderr (decoded leniently)."""
+
+    @property
+    def signal(self) -> int | None:
+        return -self.returncode if self.returncode < 0 else None
+
+    def describe(self) -> str:
+        """A one-line cause, for error messages: status or signal, then the stderr tail."""
+        if self.returncode < 0:
+            try:
+                name = signal.Signals(-self.returncode).name
+            except ValueError:
+                name = f"signal {-self.returncode}"
+            status = f"was killed by {name}"
+        else:
+            status = f"exited with status {self.returncode}"
+        tail = self.stderr_tail.strip()
+        return f"{status}; stderr tail: {tail!r}" if tail else f"{status}; stderr was empty"
+
+
+@final
+class _StderrTail:
+    """Keeps the last ``limit`` bytes of a stream, and logs it line by line."""
+
+    def __init__(self, limit: int, log: logging.Logger) -> None:
+        self._limit = limit
+        self._buf = bytearray()
+        self._partial = bytearray()
+        self._log = log
+        self.total = 0
+
+    def feed(self, data: bytes) -> None:
+        self.total += len(data)
+        self._buf += data
+        if len(self._buf) > self._limit:
+            del self._buf[: len(self._buf) - self._limit]
+        if self._log.isEnabledFor(logging.DEBUG):
+            self._partial += data
+            *lines, rest = self._partial.split(b"\n")
+            for line in lines:
+                self._log.debug("%s", line.decode("utf-8", "replace"))
+            self._partial = bytearray(rest[-self._limit :])
+
+    def text(self) -> str:
+        return self._buf.decode("utf-8", "replace")
+
+
+@final
+class AgentProcess:
+    """A running child with piped stdin/stdout; made by :func:`open_agent_process`."""
+
+    def __init__(
+        self,
+        process: anyio.abc.Process,
+        stdin: anyio.abc.ByteSendStream,
+        stdout: anyio.abc.ByteReceiveStream,
+        tail: _StderrTail,
+        env_names: tuple[str, ...],
+    ) -> None:
+        self._process = process
+        self.stdin = stdin
+        """The child's stdin (write the protocol here)."""
+        self.stdout = stdout
+        """The child's stdout (read the protocol here)."""
+        self._tail = tail
+        self.env_names = env_names
+        """Names of the variables the child was given (values are not kept)."""
+        self._exited = anyio.Event()
+        self._stderr_done = anyio.Event()
+        self._exit: ProcessExit | None = None
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    @property
+    def exit(self) -> ProcessExit | None:
+        """How the process ended, once it has (``None`` while it runs)."""
+        return self._exit
+
+    def stderr_tail(self) -> str:
+        """The last bytes written to stderr so far."""
+        return self._tail.text()
+
+    @property
+    def stderr_bytes(self) -> int:
+        """How many bytes the child wrote to stderr in all."""
+        return self._tail.total
+
+    async def wait(self) -> ProcessExit:
+        """Wait until the process has exited and its stderr is drained."""
+        await self._exited.wait()
+        assert self._exit is not None
+        return self._exit
+
+    async def _watch(self) -> None:
+        returncode = await self._process.wait()
+        # Whatever the child wrote before it died belongs in the tail: give the drain a moment
+        # (a grandchild may hold stderr open, so this is bounded).
+        with anyio.move_on_after(0.5):
+            await self._stderr_done.wait()
+        self._exit = ProcessExit(returncode, self._tail.text())
+        self._exited.set()
+
+    async def _drain_stderr(self, stderr: anyio.abc.ByteReceiveStream) -> None:
+        try:
+            while True:
+                try:
+                    data = await stderr.receive(65536)
+                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    return
+                self._tail.feed(data)
+        finally:
+            self._stderr_done.set()
+
+
+async def terminate_process_group(
+    process: anyio.abc.Process,
+    *,
+    term_timeout: float = 2.0,
+    kill_timeout: float = 2.0,
+) -> int | None:
+    """SIGTERM the process's group, wait, SIGKILL the group; returns the leader's status.
+
+    The process must lead its own group (started with ``start_new_session=True``). Members of
+    the group still alive once the leader is gone are killed too, so nothing is orphaned.
+    Bounded by ``term_timeout + kill_timeout`` plus a little, and shielded from cancellation.
+    """
+    pgid = process.pid
+    with anyio.CancelScope(shield=True):
+        if process.returncode is None:
+            _signal_group(pgid, signal.SIGTERM)
+            with anyio.move_on_after(term_timeout):
+                await process.wait()
+        if process.returncode is None:
+            _signal_group(pgid, signal.SIGKILL)
+            with anyio.move_on_after(kill_timeout):
+                await process.wait()
+        elif _group_alive(pgid):
+            # The leader is gone but members of its group live on (say, a grandchild that
+            # ignores SIGTERM): give them the same ladder.
+            _signal_group(pgid, signal.SIGTERM)
+            with anyio.move_on_after(min(term_timeout, 0.5)):
+                while _group_alive(pgid):  # noqa: ASYNC110 - no event exists for non-children
+                    await anyio.sleep(0.02)
+            _signal_group(pgid, signal.SIGKILL)
+        else:
+            _signal_group(pgid, signal.SIGKILL)
+    return process.returncode
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+@asynccontextmanager
+async def open_agent_process(
+    command: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    inherit_env: bool = False,
+    cwd: str | os.PathLike[str] | None = None,
+    start_timeout: float = 10.0,
+    stderr_tail_bytes: int = DEFAULT_STDERR_TAIL,
+    close_timeout: float = 2.0,
+    term_timeout: float = 2.0,
+    kill_timeout: float = 2.0,
+    name: str | None = None,
+) -> AsyncGenerator[AgentProcess, None]:
+    """Start ``command`` with piped stdio in its own process group; stop it on exit.
+
+    The environment is :func:`build_child_env(env, inherit_env=...) <build_child_env>`. On exit
+    of the block (or cancellation) the shutdown ladder runs, shielded and bounded by
+    ``close_timeout + term_timeout + kill_timeout``: close stdin, wait for the child to exit,
+    SIGTERM its group, wait, SIGKILL its group. No zombie is left; no member of the group is
+    left either (a grandchild that started its own session is outside the group's reach).
+    """
+    if not command:
+        raise ValueError("empty command")
+    argv = [os.fspath(part) for part in command]
+    child_env = build_child_env(env, inherit_env=inherit_env)
+    log = logging.getLogger(f"subagents.agent.{name or os.path.basename(argv[0])}")
+    stdin_r, stdin_w = os.pipe()
+    stdout_r, stdout_w = os.pipe()
+    stderr_r, stderr_w = os.pipe()
+    parent_ends = [stdin_w, stdout_r, stderr_r]
+    child_ends = [stdin_r, stdout_w, stderr_w]
+    try:
+        with anyio.fail_after(start_timeout):
+            process = await anyio.open_process(
+                argv,
+                stdin=stdin_r,
+                stdout=stdout_w,
+                stderr=stderr_w,
+                cwd=cwd,
+                env=child_env,
+                start_new_session=True,
+            )
+    except BaseException as exc:
+        for fd in parent_ends + child_ends:
+            os.close(fd)
+        if isinstance(exc, TimeoutError):
+            raise ProcessStartError(f"{argv[0]!r} did not start within {start_timeout} s") from exc
+        if isinstance(exc, OSError):
+            raise ProcessStartError(f"cannot start {argv[0]!r}: {exc.strerror or exc}") from exc
+        raise
+    for fd in child_ends:
+        os.close(fd)
+    logger.debug(
+        "started %s (pid %d) with environment variables %s",
+        argv[0],
+        process.pid,
+        sorted(child_env),
+    )
+    stdout, stdin = await wrap_pipe_fds(stdout_r, stdin_w)
+    stderr = await _receive_only(stderr_r)
+    agent = AgentProcess(
+        process, stdin, stdout, _StderrTail(stderr_tail_bytes, log), tuple(sorted(child_env))
+    )
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(agent._drain_stderr, stderr)  # pyright: ignore[reportPrivateUsage]
+            tg.start_soon(agent._watch)  # pyright: ignore[reportPrivateUsage]
+            try:
+                yield agent
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await _shutdown(agent, process, close_timeout, term_timeout, kill_timeout)
+                    with anyio.move_on_after(0.5):
+                        await agent.wait()
+                tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            for stream in (stdin, stdout, stderr):
+                await stream.aclose()
+            if process.returncode is None:  # pragma: no cover - the ladder ends in SIGKILL
+                logger.warning("pid %d still running after the shutdown ladder", process.pid)
+            with anyio.move_on_after(kill_timeout):
+                await process.aclose()
+
+
+async def _receive_only(fd: int) -> anyio.abc.ByteReceiveStream:
+    """A receive stream for a lone read end (stderr), the fastest kind per backend."""
+    if on_asyncio():
+        receive, _ = await open_asyncio_pipe_streams(fd, None)
+        assert receive is not None
+        return receive
+    return FdReceiveStream(fd)
+
+
+async def _shutdown(
+    agent: AgentProcess,
+    process: anyio.abc.Process,
+    close_timeout: float,
+    term_timeout: float,
+    kill_timeout: float,
+) -> None:
+    with suppress(anyio.BrokenResourceError, OSError):
+        await agent.stdin.aclose()
+    if process.returncode is None:
+        with anyio.move_on_after(close_timeout):
+            await process.wait()
+    await terminate_process_group(process, term_timeout=term_timeout, kill_timeout=kill_timeout)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -119,9 +119,11 @@ class Peer:
         require_version: bool = True,
         on_protocol_error: Callable[[RemoteProtocolError], None] | None = None,
         cancel_grace: float = 2.0,
+        eof_reason: Callable[[], Awaitable[str]] | None = None,
         name: str = "peer",
     ) -> None:
         self._receive = receive_stream
+        self._eof_reason = eof_reason
         self._send = send_stream
         self._router = router if router is not None else Router()
         self._framer = NdjsonFramer(
@@ -285,6 +287,8 @@ class Peer:
         pending = list(self._pending.values())
         self._pending.clear()
         for waiter in pending:
+            # Like an answer, the failure comes after the notifications received before it.
+            waiter.barrier = self._notes_received
             waiter.settle(ConnectionClosedError(self._closed_error.reason))
 
     async def _send_courtesy_cancel(self, request_id: RequestId) -> None:
@@ -339,6 +343,9 @@ class Peer:
                     if event is NEED_DATA:
                         break
                     if event is END_OF_STREAM:
+                        if self._eof_reason is not None and self._closed_error is None:
+                            with anyio.move_on_after(self._cancel_grace):
+                                reason = await self._eof_reason()
                         return
                     if isinstance(event, RemoteProtocolError):
                         await self._on_bad_line(event)
@@ -604,6 +611,7 @@ async def open_peer(
     require_version: bool = True,
     on_protocol_error: Callable[[RemoteProtocolError], None] | None = None,
     cancel_grace: float = 2.0,
+    eof_reason: Callable[[], Awaitable[str]] | None = None,
     name: str = "peer",
 ) -> AsyncGenerator[Peer, None]:
     """Run a :class:`Peer` over a byte-stream pair for the duration of the block.
@@ -613,6 +621,10 @@ async def open_peer(
     :class:`ConnectionClosedError`, the send stream is closed, and every task the peer started
     has finished. The streams themselves belong to the caller, except that the send stream is
     closed so that the other side sees the end of the stream.
+
+    ``eof_reason``, when given, is awaited (for at most ``cancel_grace`` seconds) when the
+    stream ends, and its text becomes the reason pending requests fail with: a child-process
+    transport uses it to report the exit status and the tail of stderr.
     """
     peer = Peer(
         receive_stream,
@@ -625,6 +637,7 @@ async def open_peer(
         require_version=require_version,
         on_protocol_error=on_protocol_error,
         cancel_grace=cancel_grace,
+        eof_reason=eof_reason,
         name=name,
     )
     async with anyio.create_task_group() as tg:

@@ -189,8 +189,12 @@ class AgentProcess:
         # (a grandchild may hold stderr open, so this is bounded).
         with anyio.move_on_after(0.5):
             await self._stderr_done.wait()
-        self._exit = ProcessExit(returncode, self._tail.text())
-        self._exited.set()
+        self._settle(returncode)
+
+    def _settle(self, returncode: int) -> None:
+        if self._exit is None:
+            self._exit = ProcessExit(returncode, self._tail.text())
+            self._exited.set()
 
     async def _drain_stderr(self, stderr: anyio.abc.ByteReceiveStream) -> None:
         try:
@@ -327,6 +331,9 @@ async def open_agent_process(
                     await _shutdown(agent, process, close_timeout, term_timeout, kill_timeout)
                     with anyio.move_on_after(0.5):
                         await agent.wait()
+                    if process.returncode is not None:
+                        # The watcher may have been cancelled with its owner: settle here.
+                        agent._settle(process.returncode)  # pyright: ignore[reportPrivateUsage]
                 tg.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):

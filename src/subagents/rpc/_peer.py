@@ -640,13 +640,20 @@ async def open_peer(
         eof_reason=eof_reason,
         name=name,
     )
+    # An exception from the caller's block is re-raised as itself once the task group has
+    # closed, not wrapped in an ExceptionGroup.
+    raised: BaseException | None = None
     async with anyio.create_task_group() as tg:
         await tg.start(peer._run)  # pyright: ignore[reportPrivateUsage]
         try:
             yield peer
+        except BaseException as exc:
+            raised = exc
         finally:
             with anyio.CancelScope(shield=True):
                 await peer._shutdown()  # pyright: ignore[reportPrivateUsage]
                 with anyio.move_on_after(peer._cancel_grace):  # pyright: ignore[reportPrivateUsage]
                     await send_stream.aclose()
             tg.cancel_scope.cancel()
+    if raised is not None:
+        raise raised

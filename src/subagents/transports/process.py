@@ -320,12 +320,15 @@ async def open_agent_process(
     agent = AgentProcess(
         process, stdin, stdout, _StderrTail(stderr_tail_bytes, log), tuple(sorted(child_env))
     )
+    raised: BaseException | None = None  # re-raised as itself, not in an ExceptionGroup
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(agent._drain_stderr, stderr)  # pyright: ignore[reportPrivateUsage]
             tg.start_soon(agent._watch)  # pyright: ignore[reportPrivateUsage]
             try:
                 yield agent
+            except BaseException as exc:
+                raised = exc
             finally:
                 with anyio.CancelScope(shield=True):
                     await _shutdown(agent, process, close_timeout, term_timeout, kill_timeout)
@@ -343,6 +346,8 @@ async def open_agent_process(
                 logger.warning("pid %d still running after the shutdown ladder", process.pid)
             with anyio.move_on_after(kill_timeout):
                 await process.aclose()
+    if raised is not None:
+        raise raised
 
 
 async def _receive_only(fd: int) -> anyio.abc.ByteReceiveStream:

@@ -15,6 +15,9 @@ PUBLIC_MODULES = [
     "subagents.protocol.jsonrpc",
     "subagents.rpc",
     "subagents.transports",
+    "subagents.transports.acp_client",
+    "subagents.transports.acp_sandbox",
+    "subagents.transports.process",
 ]
 
 
@@ -29,10 +32,12 @@ def test_every_name_in_all_exists_and_all_is_a_sorted_tuple(name: str) -> None:
     assert len(set(exported)) == len(exported)
 
 
-def test_the_console_script_reports_its_version() -> None:
+def test_the_console_script_reports_its_version(capsys: pytest.CaptureFixture[str]) -> None:
     """`subagents --version` works from the installed entry point."""
     from subagents import __version__
     from subagents.cli import main
 
-    assert main(["--version"]) == 0
-    assert __version__ == "0.1.0"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out == f"subagents {__version__}\n"

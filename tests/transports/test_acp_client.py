@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -11,7 +12,7 @@ import pytest
 
 from subagents.protocol import JsonValue, acp
 from subagents.rpc import Peer, Router, RPCError, open_peer
-from subagents.transports import open_pipe_pair
+from subagents.transports import ClientSandbox, open_pipe_pair
 from subagents.transports.acp_client import (
     AgentConnection,
     AgentStartupError,
@@ -341,3 +342,47 @@ async def test_fs_and_terminal_are_off_by_default() -> None:
     assert isinstance(caps, dict)
     assert caps.get("terminal", False) is False
     assert errors == [-32601, -32601]
+
+
+async def test_an_opt_in_sandbox_serves_fs_inside_its_root_only(tmp_path: Path) -> None:
+    """fs/* is served when the client opts in, confined to the sandbox root."""
+    (tmp_path / "notes.txt").write_text("inside\n")
+    agent = FakeAgent()
+    results: list[object] = []
+
+    async def script(agent: FakeAgent, params: JsonValue) -> object:
+        assert agent.peer is not None
+        for path in (str(tmp_path / "notes.txt"), "/etc/passwd"):
+            try:
+                results.append(
+                    await agent.peer.request(
+                        "fs/read_text_file", {"sessionId": SESSION, "path": path}
+                    )
+                )
+            except RPCError as exc:
+                results.append(exc.code)
+        return {"stopReason": "end_turn"}
+
+    agent.prompt_script = script
+    agent_in, client_out = await open_pipe_pair()
+    client_in, agent_out = await open_pipe_pair()
+    try:
+        async with open_peer(agent_in, agent_out, router=agent.router, name="fake") as peer:
+            agent.peer = peer
+            async with connect_agent_over(
+                client_in, client_out, extension=ClientSandbox(tmp_path, terminals=False)
+            ) as connection:
+                session = await connection.new_session(tmp_path)
+                with anyio.fail_after(10):
+                    await session.run("read")
+    finally:
+        with anyio.CancelScope(shield=True):
+            await agent_in.aclose()
+            await client_in.aclose()
+    init = agent.received[0][1]
+    assert isinstance(init, dict)
+    assert init["clientCapabilities"] == {
+        "fs": {"readTextFile": True, "writeTextFile": True},
+        "terminal": False,
+    }
+    assert results == [{"content": "inside\n"}, -32602]

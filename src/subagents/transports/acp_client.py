@@ -34,9 +34,9 @@ import logging
 import os
 from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager, suppress
+from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from types import TracebackType
-from typing import Any, Final, Protocol, TypeVar, final
+from typing import Any, Final, Protocol, TypeAlias, TypeVar, final
 
 import anyio
 import anyio.abc
@@ -71,7 +71,9 @@ logger = logging.getLogger("subagents.acp.client")
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
-PermissionPolicy = Callable[[acp.RequestPermissionRequest], Awaitable[acp.RequestPermissionOutcome]]
+PermissionPolicy: TypeAlias = (
+    "Callable[[acp.RequestPermissionRequest], Awaitable[acp.RequestPermissionOutcome]]"
+)
 """Decides a ``session/request_permission``: returns the outcome to answer with."""
 
 _TURN_BUFFER: Final = 1024
@@ -97,19 +99,27 @@ class AgentStartupError(Exception):
 
 
 class ClientExtension(Protocol):
-    """Something that serves agent-to-client methods (``fs/*``, ``terminal/*``): a sandbox."""
+    """Serves agent-to-client methods (``fs/*``, ``terminal/*``), e.g.
+    :class:`~subagents.transports.ClientSandbox`. The connection enters it as an async
+    context manager for its whole life, so it can own tasks and processes."""
 
-    def client_capabilities(self) -> acp.ClientCapabilities:
+    def capabilities(self) -> acp.ClientCapabilities:
         """What it offers, to advertise in ``initialize``."""
         ...
 
     def register(self, router: Router) -> None:
-        """Install its handlers."""
+        """Install its handlers (only for what it offers)."""
         ...
 
-    async def aclose(self) -> None:
-        """Release what it holds (terminals, ...)."""
-        ...
+    async def __aenter__(self) -> Any: ...
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+        /,
+    ) -> bool | None: ...
 
 
 def _outcome_cancelled() -> acp.RequestPermissionOutcome:
@@ -599,9 +609,11 @@ async def connect_agent_over(
     capabilities = acp.ClientCapabilities()
     if extension is not None:
         extension.register(router)
-        capabilities = extension.client_capabilities()
+        capabilities = extension.capabilities()
     raised: BaseException | None = None
-    try:
+    async with AsyncExitStack() as stack:
+        if extension is not None:
+            await stack.enter_async_context(extension)
         async with (
             anyio.create_task_group() as tg,
             open_peer(
@@ -628,10 +640,6 @@ async def connect_agent_over(
                 raised = exc
             finally:
                 tg.cancel_scope.cancel()
-    finally:
-        if extension is not None:
-            with anyio.CancelScope(shield=True):
-                await extension.aclose()
     if raised is not None:  # re-raised as itself, not wrapped in an ExceptionGroup
         raise raised
 

@@ -42,13 +42,28 @@ def _describe(update: object) -> str | None:
 
 
 async def _demo(out: TextIO, agent_command: Sequence[str], slow_cancel_after: float) -> int:
+    from .protocol import acp
     from .transports.acp_client import connect_agent
 
     def say(text: str) -> None:
         out.write(text)
         out.flush()
 
-    async with connect_agent(agent_command, name="reference") as agent:
+    from .transports.acp_client import reject_policy
+
+    async def announced_reject(
+        request: acp.RequestPermissionRequest,
+    ) -> acp.RequestPermissionOutcome:
+        options = ", ".join(f"{o.name} ({o.kind})" for o in request.options)
+        outcome = await reject_policy(request)
+        chosen = getattr(outcome, "option_id", "cancelled")
+        what = request.tool_call.title or request.tool_call.tool_call_id
+        say(f"  ? permission asked for {what}: {options} -> {chosen}\n")
+        return outcome
+
+    async with connect_agent(
+        agent_command, name="reference", permission_policy=announced_reject
+    ) as agent:
         info = agent.agent_info
         say(
             f"connected to {info.name if info else 'agent'} {info.version if info else ''} "
@@ -65,7 +80,7 @@ async def _demo(out: TextIO, agent_command: Sequence[str], slow_cancel_after: fl
 
                     async def cancel_soon() -> None:
                         await anyio.sleep(slow_cancel_after)
-                        say("\n[cancelling the turn]\n")
+                        say(" [cancelling the turn] ")
                         await session.cancel()
 
                     async with anyio.create_task_group() as tg:
@@ -74,7 +89,7 @@ async def _demo(out: TextIO, agent_command: Sequence[str], slow_cancel_after: fl
                 else:
                     await _stream(turn, say)
                 result = await turn.result()
-            say(f"\n[outcome: {result.stop_reason}]\n")
+            say(f"[outcome: {result.stop_reason}]\n")
             statuses.append(result.stop_reason)
     say(f"\ndone: {len(statuses)} turns, outcomes {', '.join(statuses)}\n")
     return 0 if statuses[-1] == "cancelled" else 1
@@ -83,15 +98,20 @@ async def _demo(out: TextIO, agent_command: Sequence[str], slow_cancel_after: fl
 async def _stream(turn: PromptTurn, say: Callable[[str], None]) -> None:
     from .protocol import acp as acp_models
 
+    at_line_start = True
     async for update in turn:
         if isinstance(update, acp_models.AgentMessageChunkSessionUpdate) and isinstance(
             update.content, acp_models.TextContentBlock
         ):
             say(update.content.text)
-        else:
-            line = _describe(update)
-            if line is not None:
-                say(f"\n  · {line}\n")
+            at_line_start = update.content.text.endswith("\n")
+            continue
+        line = _describe(update)
+        if line is not None:
+            say(f"{'' if at_line_start else chr(10)}  · {line}\n")
+            at_line_start = True
+    if not at_line_start:
+        say("\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -124,3 +144,7 @@ def main(argv: list[str] | None = None) -> int:
             return 130
     parser.print_help(sys.stderr)
     return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

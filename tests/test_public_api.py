@@ -15,9 +15,11 @@ PUBLIC_MODULES = [
     "subagents.protocol.jsonrpc",
     "subagents.rpc",
     "subagents.transports",
+    "subagents.transports.acp_agent",
     "subagents.transports.acp_client",
     "subagents.transports.acp_sandbox",
     "subagents.transports.process",
+    "subagents.agents",
 ]
 
 

@@ -13,6 +13,7 @@ from ._peer import Peer as Peer
 from ._peer import PeerStatistics as PeerStatistics
 from ._peer import open_peer as open_peer
 from ._router import NotificationHandler as NotificationHandler
+from ._router import ParamsError as ParamsError
 from ._router import RequestHandler as RequestHandler
 from ._router import Route as Route
 from ._router import Router as Router
@@ -21,6 +22,7 @@ __all__ = (
     "CANCEL_REQUEST_METHOD",
     "ConnectionClosedError",
     "NotificationHandler",
+    "ParamsError",
     "Peer",
     "PeerStatistics",
     "RPCError",

@@ -14,7 +14,6 @@ from typing import Final, final
 import anyio
 import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from pydantic import ValidationError
 
 from ..protocol.errors import (
     LocalProtocolError,
@@ -35,7 +34,7 @@ from ..protocol.jsonrpc import (
     encode_message,
 )
 from ._errors import ConnectionClosedError, RPCError
-from ._router import Router, to_json
+from ._router import ParamsError, Router, to_json
 
 __all__ = ("CANCEL_REQUEST_METHOD", "Peer", "PeerStatistics", "open_peer")
 
@@ -508,8 +507,9 @@ class Peer:
             return ErrorResponse(request.id, RPCError.method_not_found(request.method).error)
         try:
             params = route.parse_params(request.params)
-        except ValidationError as exc:
-            return ErrorResponse(request.id, RPCError.invalid_params(_errors_json(exc)).error)
+        except ParamsError as exc:
+            errors: JsonValue = list(exc.errors)
+            return ErrorResponse(request.id, RPCError.invalid_params({"errors": errors}).error)
         result: object = None
         with scope:
             try:
@@ -556,12 +556,12 @@ class Peer:
             return
         try:
             params = route.parse_params(note.params)
-        except ValidationError as exc:
+        except ParamsError as exc:
             self._report(
                 RemoteProtocolError(
                     ErrorCode.INVALID_PARAMS,
                     f"notification {note.method!r} ignored: invalid params: "
-                    f"{exc.error_count()} validation error(s)",
+                    f"{len(exc.errors)} validation error(s)",
                     kind="invalid_envelope",
                     answerable=False,
                 )
@@ -584,18 +584,6 @@ class Peer:
             self._handlers_done = done = anyio.Event()
             with anyio.move_on_after(self._cancel_grace, shield=True):
                 await done.wait()
-
-
-def _errors_json(exc: ValidationError) -> JsonValue:
-    errors: JsonValue = [
-        {
-            "loc": [str(part) for part in err["loc"]],
-            "msg": err["msg"],
-            "type": err["type"],
-        }
-        for err in exc.errors(include_url=False, include_context=False, include_input=False)
-    ]
-    return {"errors": errors}
 
 
 @asynccontextmanager

@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, TypeVar, final, overload
-
-from pydantic import BaseModel, TypeAdapter
+from typing import TYPE_CHECKING, Any, TypeVar, final, overload
 
 from ..protocol.jsonrpc import JsonValue
 
-__all__ = ("NotificationHandler", "RequestHandler", "Route", "Router")
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
+
+__all__ = ("NotificationHandler", "ParamsError", "RequestHandler", "Route", "Router")
 
 P = TypeVar("P")
 
@@ -24,7 +25,18 @@ NotificationHandler = Callable[[Any], Awaitable[None]]
 
 @lru_cache(maxsize=512)
 def _adapter(tp: Any) -> TypeAdapter[Any]:
+    # pydantic is imported on first use: a peer with raw JSON handlers never pays for it.
+    from pydantic import TypeAdapter
+
     return TypeAdapter(tp)
+
+
+class ParamsError(Exception):
+    """The params of a message failed validation; ``errors`` lists why (JSON-ready)."""
+
+    def __init__(self, errors: list[JsonValue]) -> None:
+        super().__init__(f"{len(errors)} validation error(s)")
+        self.errors = errors
 
 
 @final
@@ -36,10 +48,26 @@ class Route:
     params_type: object = None
 
     def parse_params(self, params: JsonValue) -> object:
-        """Validate ``params`` (raises :class:`pydantic.ValidationError`)."""
+        """Validate ``params`` into the route's type (raises :class:`ParamsError`)."""
         if self.params_type is None:
             return params
-        return _adapter(self.params_type).validate_python(params)
+        from pydantic import ValidationError
+
+        try:
+            return _adapter(self.params_type).validate_python(params)
+        except ValidationError as exc:
+            raise ParamsError(
+                [
+                    {
+                        "loc": [str(part) for part in err["loc"]],
+                        "msg": err["msg"],
+                        "type": err["type"],
+                    }
+                    for err in exc.errors(
+                        include_url=False, include_context=False, include_input=False
+                    )
+                ]
+            ) from exc
 
 
 @final
@@ -138,7 +166,8 @@ class Router:
 
 def to_json(value: object) -> JsonValue:
     """A handler's result as JSON: pydantic models are dumped by alias, unset fields left out."""
-    if isinstance(value, BaseModel):
-        dumped: JsonValue = value.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    dump = getattr(value, "model_dump", None)
+    if dump is not None and hasattr(value, "model_fields_set"):  # a pydantic model
+        dumped: JsonValue = dump(mode="json", by_alias=True, exclude_unset=True)
         return dumped
     return value  # type: ignore[return-value]  # trusted to be JSON; the encoder checks

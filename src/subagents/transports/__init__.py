@@ -7,43 +7,120 @@
 - pipe streams: asyncio's pipe transports on asyncio, portable fd streams elsewhere.
 """
 
-from ._asyncio_pipes import AsyncioPipeReceiveStream as AsyncioPipeReceiveStream
-from ._asyncio_pipes import AsyncioPipeSendStream as AsyncioPipeSendStream
-from ._fd import FdReceiveStream as FdReceiveStream
-from ._fd import FdSendStream as FdSendStream
-from ._fd import open_pipe_pair as open_pipe_pair
-from ._fd import open_stdio_streams as open_stdio_streams
-from ._fd import pipe_pair as pipe_pair
-from ._fd import wrap_pipe_fds as wrap_pipe_fds
-from .acp_client import AgentConnection as AgentConnection
-from .acp_client import AgentStartupError as AgentStartupError
-from .acp_client import CapabilityError as CapabilityError
-from .acp_client import ClientExtension as ClientExtension
-from .acp_client import ClientSession as ClientSession
-from .acp_client import PermissionPolicy as PermissionPolicy
-from .acp_client import PromptTurn as PromptTurn
-from .acp_client import ProtocolVersionError as ProtocolVersionError
-from .acp_client import allow_policy as allow_policy
-from .acp_client import connect_agent as connect_agent
-from .acp_client import connect_agent_over as connect_agent_over
-from .acp_client import reject_policy as reject_policy
-from .acp_sandbox import ClientSandbox as ClientSandbox
-from .process import BASE_ENV_VARS as BASE_ENV_VARS
-from .process import AgentProcess as AgentProcess
-from .process import ProcessExit as ProcessExit
-from .process import ProcessStartError as ProcessStartError
-from .process import build_child_env as build_child_env
-from .process import open_agent_process as open_agent_process
-from .process import terminate_process_group as terminate_process_group
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._asyncio_pipes import AsyncioPipeReceiveStream as AsyncioPipeReceiveStream
+    from ._asyncio_pipes import AsyncioPipeSendStream as AsyncioPipeSendStream
+    from ._fd import FdReceiveStream as FdReceiveStream
+    from ._fd import FdSendStream as FdSendStream
+    from ._fd import open_pipe_pair as open_pipe_pair
+    from ._fd import open_stdio_streams as open_stdio_streams
+    from ._fd import pipe_pair as pipe_pair
+    from ._fd import wrap_pipe_fds as wrap_pipe_fds
+    from .acp_agent import AGENT_PROTOCOL_VERSIONS as AGENT_PROTOCOL_VERSIONS
+    from .acp_agent import Agent as Agent
+    from .acp_agent import AgentTurn as AgentTurn
+    from .acp_agent import ClientCapabilityError as ClientCapabilityError
+    from .acp_agent import ClientConnection as ClientConnection
+    from .acp_agent import TerminalHandle as TerminalHandle
+    from .acp_agent import negotiate_protocol_version as negotiate_protocol_version
+    from .acp_agent import run_agent as run_agent
+    from .acp_agent import serve_agent as serve_agent
+    from .acp_agent import serve_agent_over as serve_agent_over
+    from .acp_client import AgentConnection as AgentConnection
+    from .acp_client import AgentStartupError as AgentStartupError
+    from .acp_client import CapabilityError as CapabilityError
+    from .acp_client import ClientExtension as ClientExtension
+    from .acp_client import ClientSession as ClientSession
+    from .acp_client import PermissionPolicy as PermissionPolicy
+    from .acp_client import PromptTurn as PromptTurn
+    from .acp_client import ProtocolVersionError as ProtocolVersionError
+    from .acp_client import allow_policy as allow_policy
+    from .acp_client import connect_agent as connect_agent
+    from .acp_client import connect_agent_over as connect_agent_over
+    from .acp_client import reject_policy as reject_policy
+    from .acp_sandbox import ClientSandbox as ClientSandbox
+    from .process import BASE_ENV_VARS as BASE_ENV_VARS
+    from .process import AgentProcess as AgentProcess
+    from .process import ProcessExit as ProcessExit
+    from .process import ProcessStartError as ProcessStartError
+    from .process import build_child_env as build_child_env
+    from .process import open_agent_process as open_agent_process
+    from .process import terminate_process_group as terminate_process_group
+
+_WHERE: dict[str, str] = {
+    "AGENT_PROTOCOL_VERSIONS": ".acp_agent",
+    "Agent": ".acp_agent",
+    "AgentConnection": ".acp_client",
+    "AgentProcess": ".process",
+    "AgentStartupError": ".acp_client",
+    "AgentTurn": ".acp_agent",
+    "AsyncioPipeReceiveStream": "._asyncio_pipes",
+    "AsyncioPipeSendStream": "._asyncio_pipes",
+    "BASE_ENV_VARS": ".process",
+    "CapabilityError": ".acp_client",
+    "ClientCapabilityError": ".acp_agent",
+    "ClientConnection": ".acp_agent",
+    "ClientExtension": ".acp_client",
+    "ClientSandbox": ".acp_sandbox",
+    "ClientSession": ".acp_client",
+    "FdReceiveStream": "._fd",
+    "FdSendStream": "._fd",
+    "PermissionPolicy": ".acp_client",
+    "ProcessExit": ".process",
+    "ProcessStartError": ".process",
+    "PromptTurn": ".acp_client",
+    "ProtocolVersionError": ".acp_client",
+    "TerminalHandle": ".acp_agent",
+    "allow_policy": ".acp_client",
+    "build_child_env": ".process",
+    "connect_agent": ".acp_client",
+    "connect_agent_over": ".acp_client",
+    "negotiate_protocol_version": ".acp_agent",
+    "open_agent_process": ".process",
+    "open_pipe_pair": "._fd",
+    "open_stdio_streams": "._fd",
+    "pipe_pair": "._fd",
+    "reject_policy": ".acp_client",
+    "run_agent": ".acp_agent",
+    "serve_agent": ".acp_agent",
+    "serve_agent_over": ".acp_agent",
+    "terminate_process_group": ".process",
+    "wrap_pipe_fds": "._fd",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # Submodules load on first use: an agent that needs only the agent endpoint does not pay
+    # for the client, the sandbox or pydantic at import time.
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __all__ = (
+    "AGENT_PROTOCOL_VERSIONS",
     "BASE_ENV_VARS",
+    "Agent",
     "AgentConnection",
     "AgentProcess",
     "AgentStartupError",
+    "AgentTurn",
     "AsyncioPipeReceiveStream",
     "AsyncioPipeSendStream",
     "CapabilityError",
+    "ClientCapabilityError",
+    "ClientConnection",
     "ClientExtension",
     "ClientSandbox",
     "ClientSession",
@@ -54,15 +131,20 @@ __all__ = (
     "ProcessStartError",
     "PromptTurn",
     "ProtocolVersionError",
+    "TerminalHandle",
     "allow_policy",
     "build_child_env",
     "connect_agent",
     "connect_agent_over",
+    "negotiate_protocol_version",
     "open_agent_process",
     "open_pipe_pair",
     "open_stdio_streams",
     "pipe_pair",
     "reject_policy",
+    "run_agent",
+    "serve_agent",
+    "serve_agent_over",
     "terminate_process_group",
     "wrap_pipe_fds",
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import stat
 import sys
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
@@ -139,14 +140,32 @@ async def wrap_pipe_fds(
 
     On asyncio these are asyncio's pipe transports; elsewhere (trio) the portable fd streams.
     """
-    if on_asyncio():
+    receive: anyio.abc.ByteReceiveStream
+    send: anyio.abc.ByteSendStream
+    if on_asyncio() and _is_pipe(read_fd):
         from ._asyncio_pipes import open_asyncio_pipe_streams
 
-        receive, send = await open_asyncio_pipe_streams(read_fd, write_fd)
-        assert receive is not None
-        assert send is not None
-        return receive, send
-    return FdReceiveStream(read_fd), FdSendStream(write_fd)
+        receive_, _ = await open_asyncio_pipe_streams(read_fd, None)
+        assert receive_ is not None
+        receive = receive_
+    else:
+        receive = FdReceiveStream(read_fd)
+    if on_asyncio() and _is_pipe(write_fd):
+        from ._asyncio_pipes import open_asyncio_pipe_streams
+
+        _, send_ = await open_asyncio_pipe_streams(None, write_fd)
+        assert send_ is not None
+        send = send_
+    else:
+        send = FdSendStream(write_fd)
+    return receive, send
+
+
+def _is_pipe(fd: int) -> bool:
+    """asyncio's pipe transports take pipes, sockets and character devices only; a regular
+    file or /dev/null (stdin < /dev/null, stdout > file) gets the portable fd stream."""
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
 async def open_pipe_pair() -> tuple[anyio.abc.ByteReceiveStream, anyio.abc.ByteSendStream]:

@@ -1,0 +1,549 @@
+"""The reference ACP agent: conforming, offline, with a scripted "model".
+
+Run it as ``python -m subagents.agents.reference``; it speaks ACP v1 over stdin/stdout and
+exits (status 0) when stdin ends. It is built on :mod:`subagents.transports.acp_agent` and is
+the fixture that client, provider and conformance tests drive, so it starts fast (nothing is
+imported beyond the endpoint) and every behaviour is chosen by the prompt.
+
+Scenarios
+---------
+The first word of the prompt's text (case-insensitive) picks the scenario; anything else is
+``echo``.
+
+``echo`` (default)
+    One ``agent_message_chunk`` with the prompt's text (all of it, keyword included; non-text
+    blocks are described in brackets), then ``end_turn``.
+``stream [N]``
+    N ``agent_message_chunk`` updates (default 5) sharing one ``messageId``, texts
+    ``"1 "``, ``"2 "``, ..., then ``end_turn``.
+``think``
+    One ``agent_thought_chunk``, then one ``agent_message_chunk``, then ``end_turn``.
+``plan``
+    A three-entry ``plan``, sent complete four times as the entries progress (pending →
+    in_progress → completed), then a message and ``end_turn``.
+``tool``
+    A ``tool_call`` (``call_N``, status ``pending``), then ``session/request_permission`` with
+    the options ``allow`` (allow_once) and ``reject`` (reject_once). Allowed: a
+    ``tool_call_update`` ``in_progress``, then ``completed`` with text content, a message and
+    ``end_turn``. Rejected: ``tool_call_update`` ``failed``, a message and ``end_turn``.
+    Outcome ``cancelled``, or a ``session/cancel`` while waiting: ``tool_call_update``
+    ``failed`` and ``stopReason: "cancelled"``.
+``slow [N]``
+    An ``agent_message_chunk`` ``"tick i"`` every 100 ms, N ticks (default 600, one minute),
+    then ``end_turn``. On ``session/cancel``: one last chunk ``"cancelled after i ticks"`` and
+    ``stopReason: "cancelled"``.
+``fs``
+    With the client's ``fs.writeTextFile``: writes ``<cwd>/reference-agent.txt`` through
+    ``fs/write_text_file`` (a ``tool_call`` of kind ``edit``); with ``fs.readTextFile``: reads
+    it back through ``fs/read_text_file`` (kind ``read``) and says what it read. Without
+    either it says the client does not offer file system access. ``end_turn``.
+``terminal``
+    With the client's ``terminal``: ``terminal/create`` running
+    ``echo hello from the reference agent`` in the session cwd, ``terminal/wait_for_exit``,
+    ``terminal/output``, ``terminal/release``, reported by a ``tool_call`` of kind
+    ``execute`` (with the terminal as content) and a message. Without it, says the client does
+    not offer terminals. ``end_turn``.
+``crash``
+    Sends two message chunks, writes ``reference agent: crashing on purpose`` to stderr and
+    exits at once with status 3, leaving the prompt unanswered.
+``stderr [N]``
+    Writes N bytes (default 1024) to stderr, then says so; ``end_turn``.
+``print``
+    Calls ``print()`` (which goes to stderr: stdout is reserved for the protocol), says so;
+    ``end_turn``.
+``stop REASON``
+    Answers with the stop reason ``end_turn``, ``max_tokens``, ``max_turn_requests`` or
+    ``refusal`` after one message.
+``fail``
+    The prompt is answered with a JSON-RPC error (``-32603``).
+
+Sessions
+--------
+Sessions live in memory for the life of the process. Advertised and implemented:
+``loadSession`` (replays the session's user and agent messages as ``user_message_chunk`` /
+``agent_message_chunk`` before answering), ``sessionCapabilities`` ``list`` (optionally
+filtered by ``cwd``; no pagination, so any ``cursor`` is invalid: ``-32602``), ``resume`` (no
+replay), ``close`` (cancels a running turn first) and ``delete`` (silent for unknown ids).
+``session/new`` answers first and then sends an ``available_commands_update`` listing the
+scenarios. An unknown session id is ``-32002`` (resource not found); a relative ``cwd`` is
+``-32602``. Prompt capabilities: text, resource links and embedded resources (described, not
+read). No authentication, no modes, no config options.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Final, Literal, final
+
+import anyio
+
+from subagents import __version__
+from subagents.protocol import acp
+from subagents.rpc import RPCError
+from subagents.transports.acp_agent import Agent, AgentTurn, ClientConnection, run_agent
+
+if TYPE_CHECKING:
+    from subagents.protocol.acp import (
+        AgentCapabilities,
+        CloseSessionRequest,
+        CloseSessionResponse,
+        ContentBlock,
+        DeleteSessionRequest,
+        DeleteSessionResponse,
+        InitializeRequest,
+        ListSessionsRequest,
+        ListSessionsResponse,
+        LoadSessionRequest,
+        LoadSessionResponse,
+        NewSessionRequest,
+        NewSessionResponse,
+        PlanEntryStatus,
+        PromptRequest,
+        PromptResponse,
+        ResumeSessionRequest,
+        ResumeSessionResponse,
+        SessionUpdate,
+        StopReason,
+        ToolCallStatus,
+    )
+
+__all__ = ("SCENARIOS", "ReferenceAgent", "main")
+
+SCENARIOS: Final[dict[str, str]] = {
+    "echo": "Echo the prompt (the default)",
+    "stream": "Stream N message chunks (stream N)",
+    "think": "A thought chunk, then a message",
+    "plan": "A plan whose entries progress",
+    "tool": "A tool call that asks for permission",
+    "slow": "Tick every 100 ms until cancelled (slow N)",
+    "fs": "Write and read a file through the client",
+    "terminal": "Run echo in a client terminal",
+    "crash": "Exit abruptly mid-turn",
+    "stderr": "Write N bytes to stderr (stderr N)",
+    "print": "Call print() in agent code",
+    "stop": "End with a given stop reason (stop REASON)",
+    "fail": "Answer the prompt with a JSON-RPC error",
+}
+"""Scenario keywords and what they do (also sent as the session's available commands)."""
+
+_TICK: Final = 0.1
+_STOP_REASONS: Final = ("end_turn", "max_tokens", "max_turn_requests", "refusal")
+_FILE_NAME: Final = "reference-agent.txt"
+_CRASH_STATUS: Final = 3
+
+
+def _new_id() -> str:
+    return os.urandom(16).hex()  # like uuid4().hex, without importing uuid (start-up time)
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _describe(block: ContentBlock) -> str:
+    if isinstance(block, acp.TextContentBlock):
+        return block.text
+    if isinstance(block, acp.ResourceLinkContentBlock):
+        return f"[resource_link {block.name} {block.uri}]"
+    if isinstance(block, acp.ResourceContentBlock):
+        resource = block.resource
+        text = getattr(resource, "text", None)
+        return text if isinstance(text, str) else f"[resource {resource.uri}]"
+    return f"[{block.type}]"
+
+
+def _int_arg(words: list[str], default: int) -> int:
+    if len(words) > 1 and words[1].isdigit():
+        return int(words[1])
+    return default
+
+
+_Role = Literal["user", "agent"]
+
+
+def _history() -> list[tuple[_Role, str]]:
+    return []
+
+
+@dataclass
+class _Session:
+    session_id: str
+    cwd: str
+    history: list[tuple[_Role, str]] = field(default_factory=_history)
+    title: str | None = None
+    updated_at: str = field(default_factory=_now)
+
+
+@final
+class _Run:
+    """One prompt turn of the scripted model."""
+
+    def __init__(self, agent: ReferenceAgent, session: _Session, turn: AgentTurn) -> None:
+        self.agent = agent
+        self.session = session
+        self.turn = turn
+
+    async def update(self, update: SessionUpdate) -> None:
+        await self.turn.send_update(update)
+
+    async def say(self, text: str, *, message_id: str | None = None) -> None:
+        chunk = acp.AgentMessageChunkSessionUpdate(content=acp.TextContentBlock(text=text))
+        if message_id is not None:
+            chunk.message_id = message_id
+        await self.update(chunk)
+        self.session.history.append(("agent", text))
+
+    async def tool_update(
+        self, tool_call_id: str, status: ToolCallStatus, text: str | None = None
+    ) -> None:
+        update = acp.ToolCallUpdateSessionUpdate(tool_call_id=tool_call_id, status=status)
+        if text is not None:
+            block = acp.TextContentBlock(text=text)
+            update.content = [acp.ContentToolCallContent(content=block)]
+        await self.update(update)
+
+    # ------------------------------------------------------------------ scenarios
+
+    async def echo(self, text: str) -> StopReason:
+        await self.say(text)
+        return "end_turn"
+
+    async def stream(self, count: int) -> StopReason:
+        message_id = _new_id()
+        for i in range(1, count + 1):
+            await self.say(f"{i} ", message_id=message_id)
+        return "end_turn"
+
+    async def think(self, text: str) -> StopReason:
+        thought = acp.TextContentBlock(text=f"Thinking about {text!r}.")
+        await self.update(acp.AgentThoughtChunkSessionUpdate(content=thought))
+        await self.say("Done thinking.")
+        return "end_turn"
+
+    async def plan(self) -> StopReason:
+        steps = ("Read the prompt", "Think about it", "Answer")
+        statuses: list[PlanEntryStatus] = ["pending"] * len(steps)
+        for done in range(len(steps) + 1):
+            for i in range(len(steps)):
+                statuses[i] = "completed" if i < done else "in_progress" if i == done else "pending"
+            entries = [
+                acp.PlanEntry(content=step, priority="medium", status=status)
+                for step, status in zip(steps, statuses, strict=True)
+            ]
+            # agent-plan.mdx: every update carries the complete list.
+            await self.update(acp.PlanSessionUpdate(entries=entries))
+        await self.say("The plan is complete.")
+        return "end_turn"
+
+    async def tool(self) -> StopReason:
+        tool_call_id = self.agent.next_tool_call_id()
+        await self.update(
+            acp.ToolCallSessionUpdate(
+                tool_call_id=tool_call_id,
+                title="Run the reference tool",
+                kind="execute",
+                status="pending",
+                raw_input={"command": "reference-tool"},
+            )
+        )
+        options = [
+            acp.PermissionOption(option_id="allow", name="Allow once", kind="allow_once"),
+            acp.PermissionOption(option_id="reject", name="Reject", kind="reject_once"),
+        ]
+        try:
+            answer = await self.turn.request_permission(
+                acp.ToolCallUpdate(tool_call_id=tool_call_id), options
+            )
+        except anyio.get_cancelled_exc_class():
+            await self.tool_update(tool_call_id, "failed")
+            raise
+        outcome = answer.outcome
+        if isinstance(outcome, acp.CancelledRequestPermissionOutcome):
+            await self.tool_update(tool_call_id, "failed")
+            return "cancelled"
+        if outcome.option_id == "allow":
+            await self.tool_update(tool_call_id, "in_progress")
+            await self.tool_update(tool_call_id, "completed", "The reference tool ran.")
+            await self.say("The tool ran.")
+        else:
+            await self.tool_update(tool_call_id, "failed", "Permission denied.")
+            await self.say(f"Permission denied (option {outcome.option_id!r}).")
+        return "end_turn"
+
+    async def slow(self, ticks: int) -> StopReason:
+        done = 0
+        try:
+            for i in range(ticks):
+                await self.say(f"tick {i}")
+                done = i + 1
+                await anyio.sleep(_TICK)
+        except anyio.get_cancelled_exc_class():
+            await self.say(f"cancelled after {done} ticks")
+            raise
+        return "end_turn"
+
+    async def fs(self) -> StopReason:
+        conn = self.turn.connection
+        path = os.path.join(self.session.cwd, _FILE_NAME)
+        if not (conn.can_write_text_file or conn.can_read_text_file):
+            await self.say(
+                "The client does not offer file system access (fs.readTextFile / fs.writeTextFile)."
+            )
+            return "end_turn"
+        if conn.can_write_text_file:
+            content = f"written by the reference agent in session {self.session.session_id}\n"
+            await self.file_step("edit", f"Write {path}", path, lambda: self.write(path, content))
+        if conn.can_read_text_file:
+            await self.file_step("read", f"Read {path}", path, lambda: self.read(path))
+        return "end_turn"
+
+    async def write(self, path: str, content: str) -> str:
+        await self.turn.write_text_file(path, content)
+        return f"Wrote {len(content)} characters to {path}."
+
+    async def read(self, path: str) -> str:
+        content = await self.turn.read_text_file(path)
+        return f"Read {path}: {content!r}"
+
+    async def file_step(
+        self,
+        kind: Literal["read", "edit"],
+        title: str,
+        path: str,
+        operation: Callable[[], Awaitable[str]],
+    ) -> None:
+        tool_call_id = self.agent.next_tool_call_id()
+        await self.update(
+            acp.ToolCallSessionUpdate(
+                tool_call_id=tool_call_id,
+                title=title,
+                kind=kind,
+                status="in_progress",
+                locations=[acp.ToolCallLocation(path=path)],
+            )
+        )
+        try:
+            report = await operation()
+        except RPCError as exc:
+            await self.tool_update(tool_call_id, "failed", exc.message)
+            await self.say(f"{title} failed: {exc.message} (code {exc.code})")
+            return
+        await self.tool_update(tool_call_id, "completed", report)
+        await self.say(report)
+
+    async def terminal(self) -> StopReason:
+        conn = self.turn.connection
+        if not conn.can_use_terminal:
+            await self.say("The client does not offer terminals (terminal).")
+            return "end_turn"
+        tool_call_id = self.agent.next_tool_call_id()
+        await self.update(
+            acp.ToolCallSessionUpdate(
+                tool_call_id=tool_call_id,
+                title="echo hello from the reference agent",
+                kind="execute",
+                status="pending",
+            )
+        )
+        async with self.turn.open_terminal(
+            "echo", args=["hello from the reference agent"], cwd=self.session.cwd
+        ) as terminal:
+            await self.update(
+                acp.ToolCallUpdateSessionUpdate(
+                    tool_call_id=tool_call_id,
+                    status="in_progress",
+                    content=[acp.TerminalToolCallContent(terminal_id=terminal.terminal_id)],
+                )
+            )
+            exit_status = await terminal.wait_for_exit()
+            output = await terminal.output()
+        status: ToolCallStatus = "completed" if exit_status.exit_code == 0 else "failed"
+        await self.tool_update(tool_call_id, status)
+        await self.say(
+            f"The terminal printed {output.output!r} (exit code {exit_status.exit_code})."
+        )
+        return "end_turn"
+
+    async def crash(self) -> StopReason:
+        await self.say("About to crash.")
+        await self.say("Crashing now.")
+        os.write(2, b"reference agent: crashing on purpose (scenario 'crash')\n")
+        os._exit(_CRASH_STATUS)
+
+    async def stderr(self, count: int) -> StopReason:
+        line = b"reference agent stderr filler " + b"x" * 49 + b"\n"  # 80 bytes
+        data = (line * (count // len(line) + 1))[:count]
+        view = memoryview(data)
+        while view:
+            written = os.write(2, view)
+            view = view[written:]
+        await self.say(f"Wrote {count} bytes to stderr.")
+        return "end_turn"
+
+    async def print_(self) -> StopReason:
+        print("reference agent: print() from agent code")
+        sys.stdout.flush()
+        await self.say("Printed a line with print(); it went to stderr, not to the protocol.")
+        return "end_turn"
+
+    async def stop(self, words: list[str]) -> StopReason:
+        reason = words[1] if len(words) > 1 else ""
+        for candidate in _STOP_REASONS:
+            if candidate == reason:
+                await self.say(f"Stopping with {candidate}.")
+                return candidate
+        return await self.echo(" ".join(words))
+
+
+@final
+class ReferenceAgent(Agent):
+    """The reference agent; see the module docstring for its scenarios."""
+
+    agent_name = "subagents-reference-agent"
+    agent_title = "subagents reference agent"
+    agent_version = __version__
+
+    def __init__(self) -> None:
+        self.sessions: dict[str, _Session] = {}
+        self._tool_calls = itertools.count(1)
+
+    def next_tool_call_id(self) -> str:
+        return f"call_{next(self._tool_calls)}"
+
+    def capabilities(self, params: InitializeRequest) -> AgentCapabilities:
+        capabilities = super().capabilities(params)
+        capabilities.prompt_capabilities = acp.PromptCapabilities(embedded_context=True)
+        return capabilities
+
+    def _session(self, session_id: str) -> _Session:
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise RPCError.resource_not_found({"sessionId": session_id})
+        return session
+
+    @staticmethod
+    def _check_cwd(cwd: str) -> None:
+        if not os.path.isabs(cwd):
+            raise RPCError.invalid_params({"cwd": "must be an absolute path", "value": cwd})
+
+    async def new_session(
+        self, params: NewSessionRequest, conn: ClientConnection
+    ) -> NewSessionResponse:
+        self._check_cwd(params.cwd)
+        session = _Session(_new_id(), params.cwd)
+        self.sessions[session.session_id] = session
+        commands = [
+            acp.AvailableCommand(name=name, description=description)
+            for name, description in SCENARIOS.items()
+        ]
+        # Held by the endpoint until the session/new response is written.
+        await conn.send_update(
+            session.session_id,
+            acp.AvailableCommandsUpdateSessionUpdate(available_commands=commands),
+        )
+        return acp.NewSessionResponse(session_id=session.session_id)
+
+    async def load_session(
+        self, params: LoadSessionRequest, conn: ClientConnection
+    ) -> LoadSessionResponse:
+        self._check_cwd(params.cwd)
+        session = self._session(params.session_id)
+        session.cwd = params.cwd
+        # session-setup.mdx: replay the whole conversation, then answer.
+        for role, text in session.history:
+            block = acp.TextContentBlock(text=text)
+            update: SessionUpdate = (
+                acp.UserMessageChunkSessionUpdate(content=block)
+                if role == "user"
+                else acp.AgentMessageChunkSessionUpdate(content=block)
+            )
+            await conn.send_update(session.session_id, update)
+        return acp.LoadSessionResponse()
+
+    async def resume_session(
+        self, params: ResumeSessionRequest, conn: ClientConnection
+    ) -> ResumeSessionResponse:
+        self._check_cwd(params.cwd)
+        self._session(params.session_id).cwd = params.cwd
+        return acp.ResumeSessionResponse()
+
+    async def list_sessions(
+        self, params: ListSessionsRequest, conn: ClientConnection
+    ) -> ListSessionsResponse:
+        if params.cursor is not None:
+            raise RPCError.invalid_params({"cursor": "invalid cursor (no pagination)"})
+        infos: list[acp.SessionInfo] = []
+        for session in self.sessions.values():
+            if params.cwd is not None and session.cwd != params.cwd:
+                continue
+            info = acp.SessionInfo(
+                session_id=session.session_id, cwd=session.cwd, updated_at=session.updated_at
+            )
+            if session.title is not None:
+                info.title = session.title
+            infos.append(info)
+        return acp.ListSessionsResponse(sessions=infos)
+
+    async def close_session(
+        self, params: CloseSessionRequest, conn: ClientConnection
+    ) -> CloseSessionResponse:
+        self._session(params.session_id)
+        del self.sessions[params.session_id]
+        return acp.CloseSessionResponse()
+
+    async def delete_session(
+        self, params: DeleteSessionRequest, conn: ClientConnection
+    ) -> DeleteSessionResponse:
+        # session-delete.mdx: deleting an unknown session SHOULD succeed silently.
+        self.sessions.pop(params.session_id, None)
+        return acp.DeleteSessionResponse()
+
+    async def prompt(self, params: PromptRequest, turn: AgentTurn) -> PromptResponse | StopReason:
+        session = self._session(params.session_id)
+        text = "".join(_describe(block) for block in params.prompt)
+        session.history.append(("user", text))
+        session.updated_at = _now()
+        if session.title is None:
+            session.title = text[:60]
+        run = _Run(self, session, turn)
+        words = text.split()
+        keyword = words[0].lower() if words else ""
+        if keyword == "stream":
+            return await run.stream(_int_arg(words, 5))
+        if keyword == "think":
+            return await run.think(text)
+        if keyword == "plan":
+            return await run.plan()
+        if keyword == "tool":
+            return await run.tool()
+        if keyword == "slow":
+            return await run.slow(_int_arg(words, 600))
+        if keyword == "fs":
+            return await run.fs()
+        if keyword == "terminal":
+            return await run.terminal()
+        if keyword == "crash":
+            return await run.crash()
+        if keyword == "stderr":
+            return await run.stderr(_int_arg(words, 1024))
+        if keyword == "print":
+            return await run.print_()
+        if keyword == "stop":
+            return await run.stop(words)
+        if keyword == "fail":
+            raise RuntimeError("the reference agent failed on purpose (scenario 'fail')")
+        return await run.echo(text)
+
+
+def main() -> None:
+    """Serve the reference agent over stdio until stdin ends."""
+    run_agent(ReferenceAgent())
+
+
+if __name__ == "__main__":
+    main()

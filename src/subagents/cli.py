@@ -85,7 +85,7 @@ async def _demo(out: TextIO, agent_command: Sequence[str], slow_cancel_after: fl
 
                     async with anyio.create_task_group() as tg:
                         tg.start_soon(cancel_soon)
-                        await _stream(turn, say)
+                        await _stream(turn, say, sep=" ")  # the ticks are separate chunks
                 else:
                     await _stream(turn, say)
                 result = await turn.result()
@@ -95,7 +95,7 @@ async def _demo(out: TextIO, agent_command: Sequence[str], slow_cancel_after: fl
     return 0 if statuses[-1] == "cancelled" else 1
 
 
-async def _stream(turn: PromptTurn, say: Callable[[str], None]) -> None:
+async def _stream(turn: PromptTurn, say: Callable[[str], None], sep: str = "") -> None:
     from .protocol import acp as acp_models
 
     at_line_start = True
@@ -103,7 +103,7 @@ async def _stream(turn: PromptTurn, say: Callable[[str], None]) -> None:
         if isinstance(update, acp_models.AgentMessageChunkSessionUpdate) and isinstance(
             update.content, acp_models.TextContentBlock
         ):
-            say(update.content.text)
+            say(update.content.text + sep)
             at_line_start = update.content.text.endswith("\n")
             continue
         line = _describe(update)

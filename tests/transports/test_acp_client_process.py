@@ -10,7 +10,7 @@ import pytest
 
 from subagents.protocol import acp
 from subagents.rpc import ConnectionClosedError
-from subagents.transports import ClientSandbox, allow_policy, connect_agent
+from subagents.transports import AgentStartupError, ClientSandbox, allow_policy, connect_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -109,3 +109,25 @@ async def test_the_sandbox_lets_the_agent_use_files_and_terminals_inside_the_roo
     assert (tmp_path / "reference-agent.txt").exists()
     assert turn.stop_reason == "end_turn"
     assert "hello from the reference agent" in "".join(terminal_texts)
+
+
+async def test_an_agent_that_never_answers_initialize_times_out_clearly() -> None:
+    """Start-up timeout: a silent agent is a clear error within the bound, and is stopped."""
+    silent = [sys.executable, "-c", "import time; time.sleep(60)"]
+    with anyio.fail_after(15), pytest.raises(AgentStartupError, match=r"within 0\.5 s"):
+        async with connect_agent(silent, initialize_timeout=0.5):
+            pass
+
+
+async def test_an_agent_that_exits_during_initialize_names_its_exit_and_stderr() -> None:
+    """Exiting during initialize: the error carries the exit status and the stderr tail."""
+    dying = [
+        sys.executable,
+        "-c",
+        "import sys; sys.stderr.write('missing API key\\n'); sys.exit(2)",
+    ]
+    with anyio.fail_after(15), pytest.raises(AgentStartupError) as info:
+        async with connect_agent(dying):
+            pass
+    assert "exited with status 2" in str(info.value)
+    assert "missing API key" in str(info.value)

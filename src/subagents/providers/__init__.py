@@ -1,0 +1,38 @@
+"""The subagent seam: one run contract behind a named-provider registry.
+
+See :mod:`subagents.providers.contract` for the rules every provider follows.
+"""
+
+from .contract import START_TIME_FEATURES as START_TIME_FEATURES
+from .contract import CancelSignal as CancelSignal
+from .contract import ContinuableProvider as ContinuableProvider
+from .contract import FailureKind as FailureKind
+from .contract import OutcomeStatus as OutcomeStatus
+from .contract import ProgressEvent as ProgressEvent
+from .contract import SubagentCapabilities as SubagentCapabilities
+from .contract import SubagentEnded as SubagentEnded
+from .contract import SubagentError as SubagentError
+from .contract import SubagentErrorCode as SubagentErrorCode
+from .contract import SubagentOutcome as SubagentOutcome
+from .contract import SubagentProvider as SubagentProvider
+from .contract import SubagentRequest as SubagentRequest
+from .contract import SubagentRun as SubagentRun
+from .contract import SubagentStarted as SubagentStarted
+
+__all__ = (
+    "START_TIME_FEATURES",
+    "CancelSignal",
+    "ContinuableProvider",
+    "FailureKind",
+    "OutcomeStatus",
+    "ProgressEvent",
+    "SubagentCapabilities",
+    "SubagentEnded",
+    "SubagentError",
+    "SubagentErrorCode",
+    "SubagentOutcome",
+    "SubagentProvider",
+    "SubagentRequest",
+    "SubagentRun",
+    "SubagentStarted",
+)

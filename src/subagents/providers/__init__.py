@@ -18,12 +18,17 @@ from .contract import SubagentProvider as SubagentProvider
 from .contract import SubagentRequest as SubagentRequest
 from .contract import SubagentRun as SubagentRun
 from .contract import SubagentStarted as SubagentStarted
+from .service import LifecycleEvent as LifecycleEvent
+from .service import LifecycleListener as LifecycleListener
+from .service import SubagentService as SubagentService
 
 __all__ = (
     "START_TIME_FEATURES",
     "CancelSignal",
     "ContinuableProvider",
     "FailureKind",
+    "LifecycleEvent",
+    "LifecycleListener",
     "OutcomeStatus",
     "ProgressEvent",
     "SubagentCapabilities",
@@ -34,5 +39,6 @@ __all__ = (
     "SubagentProvider",
     "SubagentRequest",
     "SubagentRun",
+    "SubagentService",
     "SubagentStarted",
 )

@@ -1,0 +1,134 @@
+"""``SubagentTool``: the model-facing consumer of the seam, bound to one provider.
+
+The model sees only ``{description, prompt}``. The tool passes its execution signal to
+``start()``, awaits the child's result, disposes the run before reporting, and turns every
+outcome that is not ``completed`` into an error result (never partial output presented as
+success). When both the result and the disposal fail, both diagnostics survive. To expose two
+transports, register two tools bound to different providers under distinct names.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Final, final
+
+from ..protocol.jsonrpc import JsonValue
+from ..providers.contract import (
+    CancelSignal,
+    SubagentError,
+    SubagentOutcome,
+    SubagentRequest,
+)
+from ..providers.service import SubagentService
+from .tools import ToolResult, ToolSpec
+
+__all__ = ("SUBAGENT_INPUT_SCHEMA", "SubagentTool")
+
+SUBAGENT_INPUT_SCHEMA: Final[Mapping[str, JsonValue]] = {
+    "type": "object",
+    "properties": {
+        "description": {
+            "type": "string",
+            "description": "A short (3-5 word) label for the delegated task.",
+        },
+        "prompt": {
+            "type": "string",
+            "description": "The complete task for the subagent, with all the context it needs.",
+        },
+    },
+    "required": ["description", "prompt"],
+    "additionalProperties": False,
+}
+
+
+@final
+class SubagentTool:
+    """Delegates a task to a subagent through one named provider of a service."""
+
+    def __init__(
+        self,
+        service: SubagentService,
+        provider: str,
+        *,
+        name: str = "subagent",
+        description: str | None = None,
+        parent_session: str | None = None,
+    ) -> None:
+        self._service = service
+        self.provider = provider
+        """The one provider this tool is bound to (not a parameter the model can choose)."""
+        self._parent_session = parent_session
+        self._spec = ToolSpec(
+            name,
+            description
+            or (
+                "Delegate a self-contained task to a subagent and get its final answer. "
+                "The subagent does not see this conversation: put everything it needs in the "
+                "prompt."
+            ),
+            SUBAGENT_INPUT_SCHEMA,
+        )
+
+    @property
+    def spec(self) -> ToolSpec:
+        return self._spec
+
+    async def execute(
+        self, arguments: Mapping[str, JsonValue], *, cancel: CancelSignal
+    ) -> ToolResult:
+        description = arguments.get("description")
+        prompt = arguments.get("prompt")
+        extra = sorted(set(arguments) - {"description", "prompt"})
+        if not isinstance(prompt, str) or not isinstance(description, str) or extra:
+            return ToolResult.error(
+                "invalid arguments: expected {description: string, prompt: string}"
+                + (f"; unexpected: {', '.join(extra)}" if extra else "")
+            )
+        request = SubagentRequest(
+            prompt, description=description, parent_session=self._parent_session
+        )
+        try:
+            run = await self._service.start(self.provider, request, cancel=cancel)
+        except SubagentError as exc:
+            return ToolResult.error(f"subagent could not start: {exc.message}", exc.code.value)
+        outcome: SubagentOutcome | None = None
+        result_error: Exception | None = None
+        dispose_error: Exception | None = None
+        try:
+            outcome = await run.result()
+        except Exception as exc:
+            result_error = exc
+        finally:
+            try:
+                await run.dispose()
+            except Exception as exc:
+                dispose_error = exc
+        if result_error is not None and dispose_error is not None:
+            raise ExceptionGroup(
+                f"subagent {run.id}: both the result and the disposal failed",
+                [result_error, dispose_error],
+            )
+        if result_error is not None:
+            raise result_error
+        assert outcome is not None
+        note = (
+            f" (disposal also failed: {type(dispose_error).__name__}: {dispose_error})"
+            if dispose_error is not None
+            else ""
+        )
+        data: JsonValue = {"childId": outcome.child_id, "status": outcome.status}
+        if outcome.status == "completed":
+            if dispose_error is not None:
+                return ToolResult.error(
+                    f"subagent {outcome.child_id} completed but its disposal failed: "
+                    f"{type(dispose_error).__name__}: {dispose_error}",
+                    data,
+                )
+            output = outcome.output
+            text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+            return ToolResult(text, data=data)
+        kind = f" ({outcome.failure_kind})" if outcome.failure_kind else ""
+        return ToolResult.error(
+            f"subagent {outcome.child_id} {outcome.status}{kind}: {outcome.message}{note}", data
+        )

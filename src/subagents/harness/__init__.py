@@ -3,6 +3,11 @@ the agent loop and LLM adapters)."""
 
 from .subagent_tool import SUBAGENT_INPUT_SCHEMA as SUBAGENT_INPUT_SCHEMA
 from .subagent_tool import SubagentTool as SubagentTool
+from .tasks import TaskInfo as TaskInfo
+from .tasks import TaskLimitError as TaskLimitError
+from .tasks import TaskRuntime as TaskRuntime
+from .tasks import TaskState as TaskState
+from .tasks import task_tools as task_tools
 from .tools import Tool as Tool
 from .tools import ToolError as ToolError
 from .tools import ToolRegistry as ToolRegistry
@@ -12,9 +17,14 @@ from .tools import ToolSpec as ToolSpec
 __all__ = (
     "SUBAGENT_INPUT_SCHEMA",
     "SubagentTool",
+    "TaskInfo",
+    "TaskLimitError",
+    "TaskRuntime",
+    "TaskState",
     "Tool",
     "ToolError",
     "ToolRegistry",
     "ToolResult",
     "ToolSpec",
+    "task_tools",
 )

@@ -3,9 +3,11 @@
 See :mod:`subagents.providers.contract` for the rules every provider follows.
 """
 
+from .continuation import ContinuationManager as ContinuationManager
 from .contract import START_TIME_FEATURES as START_TIME_FEATURES
 from .contract import CancelSignal as CancelSignal
 from .contract import ContinuableProvider as ContinuableProvider
+from .contract import Continuation as Continuation
 from .contract import FailureKind as FailureKind
 from .contract import OutcomeStatus as OutcomeStatus
 from .contract import ProgressEvent as ProgressEvent
@@ -26,6 +28,8 @@ __all__ = (
     "START_TIME_FEATURES",
     "CancelSignal",
     "ContinuableProvider",
+    "Continuation",
+    "ContinuationManager",
     "FailureKind",
     "LifecycleEvent",
     "LifecycleListener",

@@ -41,6 +41,7 @@ __all__ = (
     "START_TIME_FEATURES",
     "CancelSignal",
     "ContinuableProvider",
+    "Continuation",
     "FailureKind",
     "OutcomeStatus",
     "ProgressEvent",
@@ -310,12 +311,33 @@ class SubagentProvider(Protocol):
         ...
 
 
+class Continuation(Protocol):
+    """A continuable child: later messages reach it through :meth:`send`."""
+
+    @property
+    def id(self) -> str:
+        """The child id, stable across cold resumes (persist it to continue later)."""
+        ...
+
+    async def send(self, message: str, *, cancel: CancelSignal | None = None) -> SubagentOutcome:
+        """Deliver ``message`` as the child's next turn and return that turn's outcome."""
+        ...
+
+    async def dispose(self) -> None:
+        """Release the live child (it can still be resumed cold from its id). Idempotent."""
+        ...
+
+
 @runtime_checkable
 class ContinuableProvider(SubagentProvider, Protocol):
-    """A provider whose children can be continued: the method's presence is the capability."""
+    """A provider whose children can be continued: the methods' presence is the capability."""
 
     async def prepare_continuable(
         self, request: SubagentRequest, *, cancel: CancelSignal
-    ) -> object:
-        """Start a child that later messages can reach (returns a continuation handle)."""
+    ) -> Continuation:
+        """Start a child that later messages can reach (its first turn is ``request``)."""
+        ...
+
+    async def resume_continuable(self, child_id: str, *, cancel: CancelSignal) -> Continuation:
+        """Cold-resume a child from its persisted id (a new process or session, same child)."""
         ...

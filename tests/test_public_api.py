@@ -20,6 +20,10 @@ PUBLIC_MODULES = [
     "subagents.transports.acp_sandbox",
     "subagents.transports.process",
     "subagents.agents",
+    "subagents.harness",
+    "subagents.providers",
+    "subagents.providers.scripted",
+    "subagents.testing",
 ]
 
 

@@ -1,0 +1,508 @@
+"""``ScriptedProvider``: a deterministic provider; every outcome, delay and failure is scripted.
+
+Tests replace the nondeterministic child with it while exercising the real service, lifecycle
+and consumers. Each start picks a :class:`Script` (by prompt, or through a function of the
+request) that says what the child does: the progress it emits, how long it takes, whether it
+fails before publication (``START_FAILED``) or after (``prompt`` / ``turn`` /
+``infrastructure``), whether it hangs until cancelled, and whether ``result()`` or
+``dispose()`` misbehave (to test consumers against broken providers).
+
+Ownership: a child keeps running after ``start()`` returns, so its task needs an owner that
+outlives ``start()``. anyio forbids a task group entered in ``start()`` and exited in
+``dispose()`` (cancel scopes must be exited by the task that entered them, in order), so the
+provider is an async context manager that owns one task group::
+
+    async with ScriptedProvider({"slow": Script(turn_hangs=True)}) as provider:
+        async with await provider.start(SubagentRequest("slow"), cancel=signal) as run:
+            outcome = await run.result()
+
+``dispose()`` cancels the run's task and waits until it has exited; leaving the provider
+cancels whatever runs are left. :attr:`ScriptedProvider.live_tasks` and
+:attr:`ScriptedProvider.live_runs` let tests check for leaks.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import TypeAlias, final
+
+import anyio
+import anyio.abc
+import anyio.lowlevel
+
+from ..protocol.jsonrpc import JsonValue
+from .contract import (
+    CancelSignal,
+    FailureKind,
+    ProgressEvent,
+    SubagentCapabilities,
+    SubagentError,
+    SubagentErrorCode,
+    SubagentOutcome,
+    SubagentRequest,
+)
+
+__all__ = (
+    "ProgressFeed",
+    "Script",
+    "ScriptSource",
+    "ScriptedConversation",
+    "ScriptedProvider",
+    "ScriptedRun",
+)
+
+_DISPOSE_GRACE = 5.0
+"""Bound (seconds) on waiting for a cancelled child task to exit during disposal."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Script:
+    """What one scripted child does, in order.
+
+    Before publication: wait for ``start_gate``, sleep ``start_delay`` seconds, hang if
+    ``start_hangs`` (until the signal or the caller cancels the start), then fail with
+    ``START_FAILED`` if ``start_error`` is set. After publication: emit ``progress``, wait for
+    ``turn_gate``, sleep ``turn_delay`` seconds, hang if ``turn_hangs`` (until cancelled or
+    disposed), raise ``turn_raises`` inside the child (settles as an ``infrastructure``
+    failure), fail as ``fail_kind`` if set, else complete with ``output``.
+    """
+
+    output: JsonValue = "done"
+    progress: Sequence[ProgressEvent] = ()
+    child_id: str | None = None
+    """A fixed child id (default: ``<provider name>-<n>``)."""
+    start_gate: anyio.Event | None = None
+    """Before publication, wait until the test sets this event."""
+    start_delay: float = 0.0
+    start_hangs: bool = False
+    start_error: str | None = None
+    """Fail before publication with ``SubagentError(START_FAILED, start_error)``."""
+    turn_gate: anyio.Event | None = None
+    """After publication (and the progress), wait until the test sets this event."""
+    turn_delay: float = 0.0
+    turn_hangs: bool = False
+    turn_raises: Exception | None = None
+    fail_kind: FailureKind | None = None
+    fail_message: str = "scripted failure"
+    usage: Mapping[str, JsonValue] | None = None
+    result_raises: Exception | None = None
+    """``result()`` raises this once the child has settled (a provider bug, for consumer tests)."""
+    dispose_raises: Exception | None = None
+    """The first ``dispose()`` raises this after quiescence (for consumer tests)."""
+
+
+ScriptSource: TypeAlias = Mapping[str, Script] | Callable[[SubagentRequest], Script]
+"""Scripts by exact prompt (unknown prompts echo the prompt), or a function of the request."""
+
+
+@final
+class ProgressFeed:
+    """A bounded progress iterator: when the consumer lags, the oldest events are dropped.
+
+    The child never blocks on it; :attr:`dropped` counts what the consumer missed.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        if capacity < 1:
+            raise ValueError("a progress feed needs room for at least one event")
+        self._events: deque[ProgressEvent] = deque(maxlen=capacity)
+        self._wakeup: anyio.Event | None = None
+        self._closed = False
+        self.dropped = 0
+
+    def push(self, event: ProgressEvent) -> None:
+        if self._closed:
+            return
+        if len(self._events) == self._events.maxlen:
+            self.dropped += 1
+        self._events.append(event)
+        self._wake()
+
+    def close(self) -> None:
+        self._closed = True
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._wakeup is not None:
+            self._wakeup.set()
+            self._wakeup = None
+
+    def __aiter__(self) -> ProgressFeed:
+        return self
+
+    async def __anext__(self) -> ProgressEvent:
+        while not self._events:
+            if self._closed:
+                raise StopAsyncIteration
+            if self._wakeup is None:
+                self._wakeup = anyio.Event()
+            await self._wakeup.wait()
+        return self._events.popleft()
+
+
+@final
+class ScriptedRun:
+    """A published scripted child (implements :class:`~subagents.providers.SubagentRun`)."""
+
+    def __init__(
+        self, provider: ScriptedProvider, child_id: str, script: Script, progress_capacity: int
+    ) -> None:
+        self._provider = provider
+        self._id = child_id
+        self._script = script
+        self._scope = anyio.CancelScope()
+        self._feed = ProgressFeed(progress_capacity)
+        self._published = False
+        self._start_error: SubagentError | None = None
+        self._phase = anyio.Event()  # set on publication or when the task ends
+        self._done = anyio.Event()  # set as the task's very last act
+        self._settled = anyio.Event()
+        self._outcome: SubagentOutcome | None = None
+        self._cancel_reason = "cancelled"
+        self._disposed = False
+        self.result_calls = 0
+        self.dispose_calls = 0
+
+    @property
+    def id(self) -> str:
+        return self._id
+
+    @property
+    def script(self) -> Script:
+        return self._script
+
+    @property
+    def settled(self) -> bool:
+        return self._outcome is not None
+
+    @property
+    def disposed(self) -> bool:
+        return self._disposed
+
+    @property
+    def task_running(self) -> bool:
+        return not self._done.is_set()
+
+    @property
+    def progress_dropped(self) -> int:
+        return self._feed.dropped
+
+    async def result(self) -> SubagentOutcome:
+        self.result_calls += 1
+        await self._settled.wait()
+        if self._script.result_raises is not None:
+            raise self._script.result_raises
+        assert self._outcome is not None
+        return self._outcome
+
+    async def dispose(self) -> None:
+        self.dispose_calls += 1
+        self._cancel_reason = "disposed"
+        self._scope.cancel()
+        with anyio.move_on_after(_DISPOSE_GRACE, shield=True):
+            await self._done.wait()
+        self._feed.close()
+        if self._disposed:
+            return
+        self._disposed = True
+        self._provider._live_runs -= 1  # pyright: ignore[reportPrivateUsage]
+        if self._script.dispose_raises is not None:
+            raise self._script.dispose_raises
+
+    def progress(self) -> ProgressFeed:
+        return self._feed
+
+    async def __aenter__(self) -> ScriptedRun:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+        /,
+    ) -> None:
+        await self.dispose()
+
+    def _settle(self, outcome: SubagentOutcome) -> None:
+        if self._outcome is None:
+            self._outcome = outcome
+            self._settled.set()
+
+    async def _drive(self, cancel: CancelSignal) -> None:
+        """The child's task, owned by the provider's task group."""
+        script = self._script
+        try:
+            with self._scope, cancel.linked_scope():
+                await anyio.lowlevel.checkpoint()
+                if script.start_gate is not None:
+                    await script.start_gate.wait()
+                if script.start_delay > 0:
+                    await anyio.sleep(script.start_delay)
+                if script.start_hangs:
+                    await anyio.sleep_forever()
+                if script.start_error is not None:
+                    self._start_error = SubagentError(
+                        SubagentErrorCode.START_FAILED,
+                        script.start_error,
+                        provider=self._provider.name,
+                    )
+                    return
+                self._published = True
+                self._phase.set()
+                for event in script.progress:
+                    self._feed.push(event)
+                    await anyio.lowlevel.checkpoint()
+                if script.turn_gate is not None:
+                    await script.turn_gate.wait()
+                if script.turn_delay > 0:
+                    await anyio.sleep(script.turn_delay)
+                if script.turn_hangs:
+                    await anyio.sleep_forever()
+                if script.turn_raises is not None:
+                    raise script.turn_raises
+                if script.fail_kind is not None:
+                    self._settle(
+                        SubagentOutcome.failed(self._id, script.fail_kind, script.fail_message)
+                    )
+                else:
+                    self._settle(
+                        SubagentOutcome.completed(self._id, script.output, usage=script.usage)
+                    )
+        except Exception as exc:
+            if self._published:
+                self._settle(
+                    SubagentOutcome.failed(
+                        self._id, "infrastructure", f"{type(exc).__name__}: {exc}", exc
+                    )
+                )
+            else:
+                self._start_error = SubagentError(
+                    SubagentErrorCode.START_FAILED,
+                    f"{type(exc).__name__}: {exc}",
+                    provider=self._provider.name,
+                )
+        finally:
+            if self._published:
+                reason = cancel.reason if cancel.cancelled else self._cancel_reason
+                self._settle(SubagentOutcome.cancelled(self._id, reason or "cancelled"))
+            self._feed.close()
+            self._provider._live_tasks -= 1  # pyright: ignore[reportPrivateUsage]
+            self._phase.set()
+            self._done.set()
+
+
+def _echo(request: SubagentRequest) -> Script:
+    return Script(output=request.prompt)
+
+
+@final
+class ScriptedProvider:
+    """A deterministic :class:`~subagents.providers.SubagentProvider` (see the module docs).
+
+    ``scripts`` maps a prompt to its :class:`Script` (a prompt not in the map completes with the
+    prompt as its output), or is a function from the request to its script.
+    """
+
+    def __init__(
+        self,
+        scripts: ScriptSource | None = None,
+        *,
+        name: str = "scripted",
+        capabilities: SubagentCapabilities = SubagentCapabilities(),  # noqa: B008 (frozen)
+        progress_capacity: int = 16,
+    ) -> None:
+        self._name = name
+        self._capabilities = capabilities
+        self._scripts: ScriptSource = scripts if scripts is not None else _echo
+        self._progress_capacity = progress_capacity
+        self._task_group: anyio.abc.TaskGroup | None = None
+        self._counter = 0
+        self._live_runs = 0
+        self._live_tasks = 0
+        self.requests: list[SubagentRequest] = []
+        """Every request that reached :meth:`start` (in order)."""
+        self.runs: list[ScriptedRun] = []
+        """Every published run (in order)."""
+        self._conversations: dict[str, SubagentRequest] = {}
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def capabilities(self) -> SubagentCapabilities:
+        return self._capabilities
+
+    @property
+    def live_runs(self) -> int:
+        """Published runs not yet disposed."""
+        return self._live_runs
+
+    @property
+    def live_tasks(self) -> int:
+        """Child tasks still running (zero once every run is disposed)."""
+        return self._live_tasks
+
+    async def __aenter__(self) -> ScriptedProvider:
+        if self._task_group is not None:
+            raise RuntimeError("this ScriptedProvider is already open")
+        task_group = anyio.create_task_group()
+        await task_group.__aenter__()
+        self._task_group = task_group
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+        /,
+    ) -> bool | None:
+        task_group = self._task_group
+        assert task_group is not None
+        self._task_group = None
+        # The children never raise (each settles its own failures), so the body's exception,
+        # if any, propagates as it is rather than wrapped in an exception group.
+        task_group.cancel_scope.cancel()
+        await task_group.__aexit__(None, None, None)
+        return None
+
+    def _script_for(self, request: SubagentRequest) -> Script:
+        if callable(self._scripts):
+            return self._scripts(request)
+        script = self._scripts.get(request.prompt)
+        return script if script is not None else _echo(request)
+
+    async def start(self, request: SubagentRequest, *, cancel: CancelSignal) -> ScriptedRun:
+        """Run the request's script; return once the child is published."""
+        return await self._start(request, cancel, None)
+
+    async def _start(
+        self, request: SubagentRequest, cancel: CancelSignal, child_id: str | None
+    ) -> ScriptedRun:
+        self.requests.append(request)
+        if cancel.cancelled:
+            raise SubagentError(
+                SubagentErrorCode.CANCELLED,
+                f"cancelled before the start: {cancel.reason}",
+                provider=self._name,
+            )
+        if self._task_group is None:
+            raise SubagentError(
+                SubagentErrorCode.START_FAILED,
+                "the ScriptedProvider is not open (use `async with provider:`)",
+                provider=self._name,
+            )
+        script = self._script_for(request)
+        self._counter += 1
+        run_id = child_id or script.child_id or f"{self._name}-{self._counter}"
+        run = ScriptedRun(self, run_id, script, self._progress_capacity)
+        self._live_tasks += 1
+        self._task_group.start_soon(run._drive, cancel)  # pyright: ignore[reportPrivateUsage]
+        try:
+            await run._phase.wait()  # pyright: ignore[reportPrivateUsage]
+        except BaseException:
+            # The caller's own scope cancelled the start: nothing may outlive it.
+            run._scope.cancel()  # pyright: ignore[reportPrivateUsage]
+            with anyio.move_on_after(_DISPOSE_GRACE, shield=True):
+                await run._done.wait()  # pyright: ignore[reportPrivateUsage]
+            raise
+        if run._published:  # pyright: ignore[reportPrivateUsage]
+            self._live_runs += 1
+            self.runs.append(run)
+            return run
+        with anyio.move_on_after(_DISPOSE_GRACE, shield=True):
+            await run._done.wait()  # pyright: ignore[reportPrivateUsage]
+        if run._start_error is not None:  # pyright: ignore[reportPrivateUsage]
+            raise run._start_error  # pyright: ignore[reportPrivateUsage]
+        if cancel.cancelled:
+            raise SubagentError(
+                SubagentErrorCode.CANCELLED,
+                f"cancelled during the start: {cancel.reason}",
+                provider=self._name,
+            )
+        raise SubagentError(
+            SubagentErrorCode.START_FAILED,
+            "the provider closed during the start",
+            provider=self._name,
+        )
+
+    async def prepare_continuable(
+        self, request: SubagentRequest, *, cancel: CancelSignal
+    ) -> ScriptedConversation:
+        """A child that later messages reach. Its first turn (the script of ``request``) runs
+        here; each :meth:`ScriptedConversation.send` runs the script of its message under the
+        same child id."""
+        self._counter += 1
+        conversation = ScriptedConversation(self, f"{self._name}-{self._counter}", request)
+        await conversation._turn(request, cancel)  # pyright: ignore[reportPrivateUsage]
+        self._conversations[conversation.id] = request
+        return conversation
+
+    async def resume_continuable(
+        self, child_id: str, *, cancel: CancelSignal
+    ) -> ScriptedConversation:
+        """Cold-resume a conversation this provider prepared (same child id, ``resumed``)."""
+        if cancel.cancelled:
+            raise SubagentError(
+                SubagentErrorCode.CANCELLED,
+                f"cancelled before the resume: {cancel.reason}",
+                provider=self._name,
+            )
+        request = self._conversations.get(child_id)
+        if request is None:
+            raise SubagentError(
+                SubagentErrorCode.START_FAILED,
+                f"no continuable child {child_id!r} to resume",
+                provider=self._name,
+            )
+        return ScriptedConversation(self, child_id, request, resumed=True)
+
+
+@final
+@dataclass(slots=True)
+class ScriptedConversation:
+    """A continuable scripted child (a :class:`~subagents.providers.Continuation`)."""
+
+    provider: ScriptedProvider
+    id: str
+    request: SubagentRequest
+    resumed: bool = False
+    disposed: bool = False
+    transcript: list[tuple[str, SubagentOutcome]] = field(
+        default_factory=list[tuple[str, SubagentOutcome]]
+    )
+    """Every turn, in order: (message, outcome)."""
+
+    async def send(self, message: str, *, cancel: CancelSignal | None = None) -> SubagentOutcome:
+        """Run one turn (the script of ``message``) and return its outcome."""
+        if self.disposed:
+            raise SubagentError(
+                SubagentErrorCode.START_FAILED,
+                f"child {self.id!r} was released: resume it first",
+                provider=self.provider.name,
+            )
+        request = SubagentRequest(
+            message,
+            description=self.request.description,
+            parent_session=self.request.parent_session,
+        )
+        return await self._turn(request, cancel if cancel is not None else CancelSignal())
+
+    async def dispose(self) -> None:
+        """Release the live child (it can be resumed from its id). Idempotent."""
+        self.disposed = True
+
+    async def _turn(self, request: SubagentRequest, cancel: CancelSignal) -> SubagentOutcome:
+        run = await self.provider._start(  # pyright: ignore[reportPrivateUsage]
+            request, cancel, self.id
+        )
+        async with run:
+            outcome = await run.result()
+        self.transcript.append((request.prompt, outcome))
+        return outcome

@@ -53,8 +53,7 @@ async def test_background_delegation_runs_through_the_tasks_runtime_with_one_lif
             )
             assert started.content == "started task-1"
             with anyio.fail_after(5):
-                while not events:
-                    await anyio.sleep(0.01)
+                await published.wait()
                 status = await tools.get("task_status").execute(
                     {"task_id": "task-1"}, cancel=signal
                 )

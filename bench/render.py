@@ -17,12 +17,15 @@ from typing import Any
 IMPL_ORDER = [
     "subagents",
     "subagents+typed",
+    "subagents/reference-agent",
     "floor",
     "acp-py",
     "subagents/fd-streams",
     "subagents/anyio-pipes",
 ]
 NOTES = Path(__file__).with_name("notes.md")
+#: Implementations whose driver runs only the spawn phase (no echo workload).
+STARTUP_ONLY = {"subagents/reference-agent"}
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,13 @@ METRICS = [
     Metric("d64", "64 MiB down ms", ("huge", "down_ms")),
     Metric("u64", "64 MiB up ms", ("huge", "up_ms")),
 ]
-METRIC = {m.key: m for m in METRICS}
+STARTUP_METRICS = [
+    Metric("spawn", "spawn→initialize ms (median of the spawns)", ("spawn", "init_ms")),
+    Metric("spawn_first", "first of the spawns, ms", ("spawn", "first_ms")),
+    Metric("rss_cli", "RSS after initialize, client", ("spawn", "rss_cli_kib")),
+    Metric("rss_agent", "RSS after initialize, agent", ("spawn", "rss_agent_kib")),
+]
+METRIC = {m.key: m for m in METRICS + STARTUP_METRICS}
 
 
 @dataclass(frozen=True)
@@ -60,9 +69,28 @@ class Target:
     ref: str
     op: str  # "<=" or ">="
     bound: float
+    impls: tuple[str, ...] = ("subagents", "subagents+typed")
 
 
+STARTUP_TARGET_IMPLS = ("subagents", "subagents+typed", "subagents/reference-agent")
 TARGETS = [
+    Target("spawn→initialize ≤ 2× floor", "spawn", "floor", "<=", 2.0, STARTUP_TARGET_IMPLS),
+    Target(
+        "RSS after initialize, client ≤ 1.3× floor",
+        "rss_cli",
+        "floor",
+        "<=",
+        1.3,
+        STARTUP_TARGET_IMPLS,
+    ),
+    Target(
+        "RSS after initialize, agent ≤ 1.3× floor",
+        "rss_agent",
+        "floor",
+        "<=",
+        1.3,
+        STARTUP_TARGET_IMPLS,
+    ),
     Target("stream 16 B CPU/msg ≤ 0.4× acp-py", "s16_cpu", "acp-py", "<=", 0.4),
     Target("stream 16 B CPU/msg ≤ 2.0× floor (perf.md)", "s16_cpu", "floor", "<=", 2.0),
     Target("stream 16 B msgs/s ≥ 0.5× floor", "s16_rate", "floor", ">=", 0.5),
@@ -70,13 +98,23 @@ TARGETS = [
     Target("16 MiB down ≤ 1.2× floor", "d16", "floor", "<=", 1.2),
     Target("16 MiB up ≤ 1.2× floor", "u16", "floor", "<=", 1.2),
 ]
-TARGET_IMPLS = ["subagents", "subagents+typed"]
+TARGET_IMPLS = ["subagents", "subagents+typed", "subagents/reference-agent"]
+#: Whole-process start-up targets: (command key, label), each ≤ the bound × acp-py's import.
+IMPORT_TARGETS = [
+    ("session", "client endpoint + one whole session (first use of its models)"),
+    ("acp_client", "client endpoint, import only"),
+]
+IMPORT_BOUND = 0.25
 
 
-def load(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
+def load(
+    path: Path,
+) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
+    """(meta, driver runs, end, extra: ``imports`` rounds and the ``importtime`` breakdown)."""
     meta: dict[str, Any] = {}
     end: dict[str, Any] = {}
     runs: list[dict[str, Any]] = []
+    extra: dict[str, Any] = {"imports": [], "importtime": {}}
     for line in path.read_text().splitlines():
         if not line.strip():
             continue
@@ -88,7 +126,11 @@ def load(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, An
             runs.append(rec)
         elif kind == "end":
             end = rec
-    return meta, runs, end
+        elif kind == "imports":
+            extra["imports"].append(rec)
+        elif kind == "importtime":
+            extra["importtime"] = rec.get("results") or {}
+    return meta, runs, end, extra
 
 
 def value(run: dict[str, Any], path: tuple[str, ...]) -> float | None:
@@ -135,6 +177,8 @@ class Data:
             self.by[(r["impl"], r["rep"])] = r
         present = {r["impl"] for r in runs}
         self.impls = [i for i in IMPL_ORDER if i in present] + sorted(present - set(IMPL_ORDER))
+        #: the implementations that ran the message phases (columns of the main tables)
+        self.phase_impls = [i for i in self.impls if i not in STARTUP_ONLY]
         self.reps = sorted({r["rep"] for r in runs})
 
     def values(self, impl: str, m: Metric) -> list[float]:
@@ -201,7 +245,219 @@ def status_cell(items: list[Any]) -> str:
     return f"**broken** ({oks}/{len(items)} ok; {bad[0][:120]})"
 
 
-def render(meta: dict[str, Any], runs: list[dict[str, Any]], end: dict[str, Any]) -> str:
+def import_values(imports: list[dict[str, Any]], key: str, field: str) -> list[float]:
+    out: list[float] = []
+    for rnd in imports:
+        res = (rnd.get("results") or {}).get(key) or {}
+        v = res.get(field)
+        if isinstance(v, int | float) and not res.get("error"):
+            out.append(float(v))
+    return out
+
+
+def import_inside(imports: list[dict[str, Any]], key: str, field: str) -> list[float]:
+    out: list[float] = []
+    for rnd in imports:
+        inside = (((rnd.get("results") or {}).get(key) or {}).get("inside")) or {}
+        v = inside.get(field)
+        if isinstance(v, int | float):
+            out.append(float(v))
+    return out
+
+
+def import_ratios(
+    imports: list[dict[str, Any]], key: str, ref: str, field: str = "wall_ms"
+) -> list[float]:
+    out: list[float] = []
+    for rnd in imports:
+        res = rnd.get("results") or {}
+        a, b = res.get(key) or {}, res.get(ref) or {}
+        if a.get("error") or b.get("error"):
+            continue
+        va, vb = a.get(field), b.get(field)
+        if isinstance(va, int | float) and isinstance(vb, int | float) and vb:
+            out.append(va / vb)
+    return out
+
+
+def import_diffs(imports: list[dict[str, Any]], key: str, ref: str) -> list[float]:
+    out: list[float] = []
+    for rnd in imports:
+        res = rnd.get("results") or {}
+        a, b = res.get(key) or {}, res.get(ref) or {}
+        if "wall_ms" in a and "wall_ms" in b and not (a.get("error") or b.get("error")):
+            out.append(a["wall_ms"] - b["wall_ms"])
+    return out
+
+
+def mib(values: list[float]) -> list[float]:
+    return [v / 1024 for v in values]
+
+
+def startup_section(
+    d: Data,
+    meta: dict[str, Any],
+    imports: list[dict[str, Any]],
+    breakdown: dict[str, Any],
+) -> list[str]:
+    L: list[str] = []
+    add = L.append
+    add("## Start-up and memory")
+    add("")
+    spawns = meta.get("spawns", 5)
+    add(
+        f"**Spawn → initialize** ({spawns} fresh spawns per driver run, timed from the spawn "
+        "call to the `initialize` answer, after the client's own imports) and **RSS after "
+        "initialize** (`VmRSS`, MiB). Cells are median (min–max) over the repetitions of each "
+        "run's median spawn; ratios are paired with the same repetition's floor / acp-py."
+    )
+    add("")
+    rows: list[list[str]] = []
+    sp, first = METRIC["spawn"], METRIC["spawn_first"]
+    rc, ra = METRIC["rss_cli"], METRIC["rss_agent"]
+    for i in d.impls:
+        vals = d.values(i, sp)
+        if not vals:
+            continue
+        rows.append(
+            [
+                f"`{i}`",
+                summary(vals, 0),
+                summary(d.values(i, first), 0),
+                ratio_summary(d.ratios(i, "floor", sp)) if i != "floor" else "1",
+                ratio_summary(d.ratios(i, "acp-py", sp)) if i != "acp-py" else "1",
+                summary(mib(d.values(i, rc)), 1),
+                summary(mib(d.values(i, ra)), 1),
+                ratio_summary(d.ratios(i, "floor", rc)) if i != "floor" else "1",
+                ratio_summary(d.ratios(i, "floor", ra)) if i != "floor" else "1",
+            ]
+        )
+    head = [
+        "implementation",
+        "spawn→initialize ms",
+        "first spawn ms",
+        "/ floor",
+        "/ acp-py",
+        "RSS client MiB",
+        "RSS agent MiB",
+        "client / floor",
+        "agent / floor",
+    ]
+    if rows:
+        L.extend(table(head, rows))
+    else:
+        add("No spawn phase was measured.")
+    add("")
+
+    cmds: dict[str, dict[str, str]] = meta.get("import_cmds") or {}
+    if not imports or not cmds:
+        return L
+    add(
+        f"**Whole-process start-up**: {len(imports)} counted rounds after a warm-up, each "
+        "running every command once as a fresh process, in a new random order (A/B "
+        "interleaved). Wall and CPU (user+system, `wait4`) in ms, peak RSS (GNU time `%M`) "
+        "in MiB; median (min–max) over the rounds; ratios and differences paired within a "
+        "round."
+    )
+    add("")
+    rows = []
+    for key, c in cmds.items():
+        wall = import_values(imports, key, "wall_ms")
+        if not wall:
+            errs = [
+                ((r.get("results") or {}).get(key) or {}).get("error")
+                for r in imports
+                if ((r.get("results") or {}).get(key) or {}).get("error")
+            ]
+            rows.append([f"`{c['command']}`", c["label"], f"**failed**: {errs[:1]}"] + ["–"] * 4)
+            continue
+        rows.append(
+            [
+                f"`{c['command']}`",
+                c["label"],
+                summary(wall, 0),
+                summary(import_values(imports, key, "cpu_ms"), 0),
+                summary(mib(import_values(imports, key, "maxrss_kib")), 1),
+                summary(import_diffs(imports, key, "pass"), 0) if key != "pass" else "–",
+                ratio_summary(import_ratios(imports, key, "acp"), 3) if key != "acp" else "1",
+            ]
+        )
+    head = [
+        "command",
+        "what",
+        "wall ms",
+        "CPU ms",
+        "peak RSS MiB",
+        "wall − `python -c pass` ms",
+        "wall / `import acp`",
+    ]
+    L.extend(table(head, rows))
+    add("")
+    imp = import_inside(imports, "session", "import_ms")
+    s1 = import_inside(imports, "session", "first_session_ms")
+    s2 = import_inside(imports, "session", "second_session_ms")
+    if imp and s1:
+        add(
+            "Inside the `session` process (`perf_counter`, ms): importing "
+            f"`subagents.transports.acp_client` {summary(imp, 0)}; the first session "
+            f"(`initialize`, `session/new`, one prompt with one chunk, against a canned "
+            f"in-process agent) {summary(s1, 0)}, nearly all of it the first use of the "
+            "generated models (importing `subagents.protocol.acp._v1_generated`, whose models "
+            "are created without their validators, then building the validators of the models "
+            f"the session uses): an identical second session takes {summary(s2, 1)}. The rest "
+            "of the wall time is the interpreter's start and exit."
+        )
+        add("")
+    if breakdown:
+        keys = list(breakdown)
+        groups: list[str] = []
+        for k in keys:
+            for g in breakdown[k]["groups_ms"]:
+                if g not in groups:
+                    groups.append(g)
+        first_key = keys[0]
+        groups.sort(key=lambda g: -breakdown[first_key]["groups_ms"].get(g, 0.0))
+        add(
+            "**`python -X importtime`** (self time summed per package, ms, median per module "
+            f"over {breakdown[first_key].get('runs', 3)} runs; importtime's own overhead "
+            "inflates the totals, so read the shares). It times `import` statements only: "
+            "validators built on first use do not appear, and neither do modules loaded "
+            "through `importlib.import_module` (how `subagents.transports` and "
+            "`subagents.protocol.acp` load their submodules lazily), so the client command "
+            "imports the generated models module explicitly. Modules also loaded by "
+            "`python -c pass` count as interpreter start-up."
+        )
+        add("")
+        for k in keys:
+            add(f"* `{k}`: `{breakdown[k]['command']}`")
+        add("")
+        rows = []
+        for g in groups:
+            rows.append(
+                [g]
+                + [
+                    f"{breakdown[k]['groups_ms'][g]:.0f}" if g in breakdown[k]["groups_ms"] else "–"
+                    for k in keys
+                ]
+            )
+        rows.append(["**total**"] + [f"**{breakdown[k]['total_ms']:.0f}**" for k in keys])
+        L.extend(table(["package"] + [f"`{k}`" for k in keys], rows))
+        add("")
+        for k in keys:
+            top = ", ".join(f"`{m}` {ms:.0f}" for m, ms in breakdown[k]["top_ms"][:6])
+            add(f"* `{k}` top modules by self time (ms): {top}")
+        add("")
+    return L
+
+
+def render(
+    meta: dict[str, Any],
+    runs: list[dict[str, Any]],
+    end: dict[str, Any],
+    extra: dict[str, Any] | None = None,
+) -> str:
+    extra = extra or {}
+    imports: list[dict[str, Any]] = extra.get("imports") or []
     d = Data(runs)
     L: list[str] = []
     add = L.append
@@ -221,9 +477,13 @@ def render(meta: dict[str, Any], runs: list[dict[str, Any]], end: dict[str, Any]
     mode = "quick" if meta.get("quick") else "full"
     add(
         f"Mode **{mode}**, {nreps} repetition(s); every repetition runs each implementation once, "
-        "in a new random order, as its own driver process against one freshly spawned agent. "
+        "in a new random order, as two driver processes one after the other: the first spawns "
+        f"and initializes {meta.get('spawns', 5)} fresh agents one after the other (start-up "
+        "and memory), the second runs every message phase against one freshly spawned agent. "
+        "The shuffled order also holds a slot of whole-process start-up rounds (imports). "
         "Cells are **median (min–max) over the repetitions**. Ratios are **paired**: each "
-        "implementation divided by the reference measured in the same repetition."
+        "implementation divided by the reference measured in the same repetition (or, for "
+        "whole-process start-up, the same round)."
     )
     total = end.get("total_s")
     if total is not None:
@@ -264,6 +524,15 @@ def render(meta: dict[str, Any], runs: list[dict[str, Any]], end: dict[str, Any]
             "same agent as `subagents`",
         ],
         [
+            "`subagents/reference-agent`",
+            "start-up only: the typed client endpoint `subagents.transports.connect_agent` "
+            '(`async with connect_agent([sys.executable, "-m", '
+            '"subagents.agents.reference"]) as agent:`), timed from entering to the '
+            "connection it yields (`initialize` answered and validated)",
+            "the typed reference agent, `python -m subagents.agents.reference` "
+            "(`subagents.transports.acp_agent` endpoint, generated models)",
+        ],
+        [
             "`subagents/fd-streams`",
             "as `subagents`, but the client's peer uses the portable fd streams "
             "(`FdReceiveStream`/`FdSendStream`, what trio gets) instead of the asyncio fast path",
@@ -301,24 +570,25 @@ def render(meta: dict[str, Any], runs: list[dict[str, Any]], end: dict[str, Any]
 
     add("## Results side by side")
     add("")
+    pi = d.phase_impls
     rows: list[list[str]] = []
     for m in METRICS:
-        rows.append([m.label] + [summary(d.values(i, m), m.digits) for i in d.impls])
+        rows.append([m.label] + [summary(d.values(i, m), m.digits) for i in pi])
     for direction in ("down", "up"):
         rows.append(
             [f"64 MiB {direction} (limit raised)"]
-            + [status_cell(d.phase_field(i, "huge", direction)) for i in d.impls]
+            + [status_cell(d.phase_field(i, "huge", direction)) for i in pi]
         )
     over: list[str] = []
-    for i in d.impls:
+    for i in pi:
         items = d.phase_field(i, "oversize", "status")
         over.append(status_cell(items) if any(x is not None for x in items) else "n/a")
     rows.append(["too-large line, then a normal round trip", *over])
-    add("\n".join(table(["metric"] + [f"`{i}`" for i in d.impls], rows)))
+    add("\n".join(table(["metric"] + [f"`{i}`" for i in pi], rows)))
     add("")
 
     details = []
-    for i in d.impls:
+    for i in pi:
         items = [x for x in d.phase_field(i, "oversize", "detail") if x]
         if items:
             details.append(f"* `{i}` over-limit probe: {items[0]}")
@@ -326,18 +596,31 @@ def render(meta: dict[str, Any], runs: list[dict[str, Any]], end: dict[str, Any]
         add("\n".join(details))
         add("")
 
+    L.extend(startup_section(d, meta, imports, extra.get("importtime") or {}))
+
     add("## Targets (paired ratios, same repetition)")
     add("")
     rows = []
     for t in TARGETS:
         m = METRIC[t.key]
-        for impl in TARGET_IMPLS:
+        for impl in t.impls:
             if impl not in d.impls:
                 continue
             r = d.ratios(impl, t.ref, m)
             rows.append([t.label, f"`{impl}`", ratio_summary(r, 3), verdict(r, t.op, t.bound)])
+    for key, label in IMPORT_TARGETS:
+        r = import_ratios(imports, key, "acp")
+        if r:
+            rows.append(
+                [
+                    f"whole-process start-up ≤ {IMPORT_BOUND}× acp-py `import acp` (wall)",
+                    f"{label} (`{key}`)",
+                    ratio_summary(r, 3),
+                    verdict(r, "<=", IMPORT_BOUND),
+                ]
+            )
     for impl in TARGET_IMPLS:
-        if impl not in d.impls:
+        if impl not in d.phase_impls:
             continue
         ok = [
             a == "ok" and b == "ok"
@@ -372,16 +655,19 @@ def render(meta: dict[str, Any], runs: list[dict[str, Any]], end: dict[str, Any]
         "A verdict compares the **median** paired ratio with the bound; the min–max shows how "
         "far single repetitions strayed, and *borderline* says how many repetitions fell on "
         "the right side when they disagree (such a verdict can flip from one run to the next: "
-        "re-run with more `--reps` before acting on it). `subagents+typed` is held to the same "
-        "bounds so the cost of typed validation is visible, but the targets are set for "
-        "`subagents`."
+        "re-run with more `--reps` before acting on it). `subagents+typed` and "
+        "`subagents/reference-agent` are held to the same bounds so the cost of typed "
+        "validation and of the typed endpoints is visible, but the targets are set for "
+        "`subagents`. The start-up rows pair the median of each driver's spawns with the "
+        "floor's in the same repetition; the whole-process rows pair the commands of one "
+        "interleaved round."
     )
     add("")
 
     for ref in ("floor", "acp-py"):
-        if ref not in d.impls:
+        if ref not in d.phase_impls:
             continue
-        others = [i for i in d.impls if i != ref]
+        others = [i for i in d.phase_impls if i != ref]
         add(f"## All paired ratios vs `{ref}`")
         add("")
         rows = []
@@ -396,7 +682,7 @@ def render(meta: dict[str, Any], runs: list[dict[str, Any]], end: dict[str, Any]
     for rep in d.reps:
         order = [r for r in runs if r["rep"] == rep]
         order.sort(key=lambda r: r.get("slot", 0))
-        cells = []
+        cells: list[tuple[int, str]] = []
         for r in order:
             st = r.get("status", "?")
             errs = [
@@ -404,11 +690,15 @@ def render(meta: dict[str, Any], runs: list[dict[str, Any]], end: dict[str, Any]
                 for k, v in ((r.get("result") or {}).get("phases") or {}).items()
                 if isinstance(v, dict) and "error" in v
             ]
-            extra = "" if st == "ok" and not errs else f" **{st}** {'; '.join(errs)[:160]}"
+            bad = "" if st == "ok" and not errs else f" **{st}** {'; '.join(errs)[:160]}"
             bg = r.get("background_pct")
             load = f", bg {bg:.0f}%" if bg is not None else ""
-            cells.append(f"`{r['impl']}` {r.get('wall_s', 0):.1f} s{load}{extra}")
-        rows.append([str(rep + 1), ", ".join(cells)])
+            cells.append((r.get("slot", 0), f"`{r['impl']}` {r.get('wall_s', 0):.1f} s{load}{bad}"))
+        rounds = [x for x in imports if x.get("rep") == rep]
+        if rounds:
+            cells.append((rounds[0].get("slot", 0), f"imports: {len(rounds)} round(s)"))
+        cells.sort(key=lambda c: c[0])
+        rows.append([str(rep + 1), ", ".join(c[1] for c in cells)])
     head = ["rep", "order, driver wall time, background load (% of one core)"]
     add("\n".join(table(head, rows)))
     add("")
@@ -422,6 +712,7 @@ def render(meta: dict[str, Any], runs: list[dict[str, Any]], end: dict[str, Any]
         ("Python", str(m.get("python", "?"))),
         ("date (UTC)", str(meta.get("started_utc", "?"))),
         ("project", str(meta.get("project", "?"))),
+        ("peak RSS of whole-process commands", str(meta.get("peak_rss_via") or "not measured")),
     ]
     for name, ver in (meta.get("versions") or {}).items():
         facts.append((name, str(ver)))
@@ -445,6 +736,22 @@ def render(meta: dict[str, Any], runs: list[dict[str, Any]], end: dict[str, Any]
     add("")
     w = meta.get("workload") or {}
     method = [
+        "Spawn → initialize (a driver process of its own, `--only spawn`, right after its "
+        f"imports): {meta.get('spawns', 5)} fresh agents one after the other, each timed from "
+        "the spawn "
+        "call to the `initialize` answer, then closed (stdin closed, exit awaited) before the "
+        "next; the cell is the median of the spawns. RSS after initialize is `VmRSS` of the "
+        "client (the driver process) and of the agent, from `/proc/PID/status`, read right "
+        "after the answer (median over the spawns). The echo agents import only `_wire.py` "
+        "(no bench machinery) besides their own stack.",
+        "Whole-process start-up: each command in the table is one fresh process; a round runs "
+        "every command once, in a new random order; one warm-up round first (it also writes "
+        "the bytecode caches: `PYTHONDONTWRITEBYTECODE` is removed from the environment of "
+        "everything the bench starts), then the counted rounds, spread over the repetitions' "
+        "shuffled order. Wall = `perf_counter` around spawn and `wait4`; CPU = the `wait4` "
+        "rusage (user+system); peak RSS = GNU time's `%M` (`/usr/bin/time -f %M`, which adds "
+        "about 1 ms to every command alike; `wait4`'s own `ru_maxrss` would report the "
+        "orchestrator's size, which Linux carries across `exec`).",
         "Wire workload, identical for all: `initialize`, `session/new`, then `session/prompt` with "
         "one text block whose text starts `n,size,ack|`; the echo agent sends `n` "
         "`session/update` `agent_message_chunk` notifications of `size` bytes of text (first "
@@ -486,8 +793,7 @@ def main() -> None:
     ap.add_argument("raw", type=Path)
     ap.add_argument("--out", type=Path, default=Path("BENCHMARKS.md"))
     args = ap.parse_args()
-    meta, runs, end = load(args.raw)
-    args.out.write_text(render(meta, runs, end))
+    args.out.write_text(render(*load(args.raw)))
 
 
 if __name__ == "__main__":

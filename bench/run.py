@@ -2,9 +2,12 @@
 
     .venv/bin/python bench/run.py [--quick] [--reps N] [--out BENCHMARKS.md]
 
-Every repetition runs each implementation once, in a new random order, as its own driver
-process (which spawns its own agent and runs every phase against it). Raw JSON lines go to
-``bench/results/raw-<timestamp>.jsonl``; the summary is rendered into ``--out``.
+Every repetition runs each implementation once, in a new random order, as two driver processes
+one after the other: one spawns and initializes 5 fresh agents, one after the other (start-up
+and RSS), the other spawns its own agent and runs every message phase against it. The same
+shuffled order also holds an "imports" slot: rounds of whole-process start-up commands
+(``bench/startup.py``), each round A/B interleaved in its own random order. Raw JSON lines go
+to ``bench/results/raw-<timestamp>.jsonl``; the summary is rendered into ``--out``.
 
 On first use it creates ``bench/.venvs/acp-py`` (``python3 -m venv`` + pip) holding only
 ``agent-client-protocol`` and its dependencies.
@@ -33,15 +36,26 @@ from pathlib import Path
 from typing import Any
 
 import render
-from drivers._common import FULL, QUICK, RAISED_LIMIT
+import startup
 
 BENCH = Path(__file__).resolve().parent
+# The drivers import their helpers as top-level modules (``_wire``): make that work here too.
+sys.path.insert(0, str(BENCH / "drivers"))
+from drivers._common import FULL, PHASES, QUICK, RAISED_LIMIT, SPAWNS  # noqa: E402
+
 ROOT = BENCH.parent
 DRIVERS = BENCH / "drivers"
 RESULTS = BENCH / "results"
 ACP_VENV = BENCH / ".venvs" / "acp-py"
 ACP_PIN = "agent-client-protocol==0.12.1"
-DEFAULT_IMPLS = ("subagents", "subagents+typed", "floor", "acp-py", "subagents/fd-streams")
+DEFAULT_IMPLS = (
+    "subagents",
+    "subagents+typed",
+    "subagents/reference-agent",
+    "floor",
+    "acp-py",
+    "subagents/fd-streams",
+)
 #: Also runnable with --impls, not run by default.
 EXTRA_IMPLS = ("subagents/anyio-pipes",)
 ALL_IMPLS = DEFAULT_IMPLS + EXTRA_IMPLS
@@ -144,6 +158,9 @@ def driver_env() -> dict[str, str]:
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
     env.pop("BENCH_SCALE", None)  # profiling knob (bench/profile.py); never in a real run
+    # Start-up is measured as a default Python runs: bytecode caches written and used (with
+    # this set, a stale or missing .pyc would be recompiled on every start).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONUNBUFFERED"] = "1"
     return env
 
@@ -208,6 +225,8 @@ def driver_command(impl: str) -> list[str]:
     if impl == "acp-py":
         ensure_acp_venv()
         return [str(acp_python()), str(DRIVERS / "acp_client.py")]
+    if impl == "subagents/reference-agent":
+        return [python, str(DRIVERS / "reference_client.py")]
     cmd = [python, str(DRIVERS / "subagents_client.py")]
     if impl == "subagents+typed":
         cmd += ["--variant", "typed"]
@@ -334,6 +353,13 @@ def main() -> int:
     )
     ap.add_argument("--budget", type=float, default=None, help="bound for the whole run, s")
     ap.add_argument(
+        "--import-rounds",
+        type=int,
+        default=None,
+        help="counted rounds of the whole-process start-up commands, spread over the "
+        "repetitions after one warm-up round (default 10, quick 6; 0: skip)",
+    )
+    ap.add_argument(
         "--quiet-wait",
         type=float,
         default=None,
@@ -349,6 +375,10 @@ def main() -> int:
     quiet_wait: float = args.quiet_wait if args.quiet_wait is not None else (2.0 if quick else 10.0)
     seed: int = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     wanted = [x.strip() for x in args.impls.split(",") if x.strip()]
+    import_rounds: int = (
+        args.import_rounds if args.import_rounds is not None else (6 if quick else 10)
+    )
+    rounds_per_rep = -(-import_rounds // reps) if import_rounds > 0 else 0
     t_start = time.perf_counter()
 
     project_python = Path(sys.executable)
@@ -370,6 +400,8 @@ def main() -> int:
             err = probe_import(
                 project_python, "import subagents.rpc, subagents.transports; import anyio"
             )
+            if err is None and impl == "subagents/reference-agent":
+                err = probe_import(project_python, "import subagents.transports.acp_client")
             if err is None and impl == "subagents+typed":
                 err = probe_import(
                     project_python,
@@ -398,6 +430,19 @@ def main() -> int:
         command += f" --out {shlex.quote(str(args.out))}"
     if args.impls != ap.get_default("impls"):
         command += f" --impls {shlex.quote(args.impls)}"
+    if args.import_rounds is not None:
+        command += f" --import-rounds {import_rounds}"
+
+    pythons: dict[str, Path] = {}
+    timer_bin = startup.gnu_time()
+    if rounds_per_rep:
+        pythons["project"] = project_python
+        if acp_python().exists() and "acp-py" not in skipped:
+            try:
+                ensure_acp_venv()
+                pythons["acp-py"] = acp_python()
+            except (subprocess.SubprocessError, OSError, SystemExit) as exc:
+                log(f"import rounds without acp-py: {exc}")
 
     meta: dict[str, Any] = {
         "kind": "meta",
@@ -418,6 +463,14 @@ def main() -> int:
         "workload": (QUICK if quick else FULL).__dict__,
         "raised_limit": RAISED_LIMIT,
         "driver_timeout_s": driver_timeout,
+        "spawns": SPAWNS,
+        "peak_rss_via": str(timer_bin) + " -f %M" if timer_bin else None,
+        "import_rounds": rounds_per_rep * reps,
+        "import_cmds": {
+            c.key: {"label": c.label, "command": c.shown()}
+            for c in startup.IMPORT_CMDS
+            if c.venv in pythons
+        },
         **meta_extra,
     }
     if "acp_freeze" in meta_extra:
@@ -431,25 +484,64 @@ def main() -> int:
     with open(raw_path, "w") as raw, tempfile.TemporaryDirectory(prefix="bench-") as tmp:
         raw.write(json.dumps(meta) + "\n")
         raw.flush()
+        env = driver_env()
+        if pythons:
+            wait_quiet(quiet_wait)
+            startup.run_round(pythons, env, rng, timer_bin)  # warm-up, not kept
         for rep in range(reps):
-            order = list(impls)
+            order = list(impls) + (["imports"] if pythons else [])
             rng.shuffle(order)
             for slot, impl in enumerate(order):
                 elapsed = time.perf_counter() - t_start
+                if impl == "imports":
+                    if elapsed > budget:
+                        log(f"rep {rep + 1}/{reps}: import rounds skipped, budget spent")
+                        continue
+                    for k in range(rounds_per_rep):
+                        waited, pre_load = wait_quiet(quiet_wait)
+                        round_order, results = startup.run_round(pythons, env, rng, timer_bin)
+                        rec_i = {
+                            "kind": "imports",
+                            "rep": rep,
+                            "slot": slot,
+                            "round": k,
+                            "order": round_order,
+                            "pre_load_cores": pre_load,
+                            "quiet_wait_s": waited,
+                            "results": results,
+                        }
+                        raw.write(json.dumps(rec_i) + "\n")
+                        raw.flush()
+                        log(
+                            f"rep {rep + 1}/{reps}: import round {k + 1}/{rounds_per_rep} "
+                            + _ibrief(results)
+                        )
+                    continue
                 rec: dict[str, Any] = {"kind": "run", "rep": rep, "slot": slot, "impl": impl}
                 if elapsed > budget:
                     rec.update(status="skipped (run budget spent)", wall_s=0.0, result=None)
                     raw.write(json.dumps(rec) + "\n")
                     log(f"rep {rep + 1}/{reps}: {impl} skipped, budget {budget:.0f} s spent")
                     continue
-                out = Path(tmp) / f"{rep}-{slot}.json"
-                cmd = [*impls[impl], "--out", str(out)]
-                if quick:
-                    cmd.append("--quick")
-                waited, pre_load = wait_quiet(quiet_wait)
-                status, rc, wall, bg_pct, result, tail = run_driver(
-                    cmd, out, driver_timeout, Path(tmp) / f"{rep}-{slot}.log"
-                )
+                # Two driver processes, one after the other: the spawns alone, then the message
+                # phases in a process that spawned nothing before its own agent.
+                runs_: list[tuple[str, int | None, float, float, dict[str, Any] | None, str]] = []
+                waited = pre_load = 0.0
+                for part in ("spawn", "messages"):
+                    if part == "messages" and impl in render.STARTUP_ONLY:
+                        continue
+                    out = Path(tmp) / f"{rep}-{slot}-{part}.json"
+                    only = "spawn" if part == "spawn" else MESSAGE_PHASES
+                    cmd = [*impls[impl], "--out", str(out), "--only", only]
+                    if quick:
+                        cmd.append("--quick")
+                    w_, l_ = wait_quiet(quiet_wait)
+                    waited += w_
+                    pre_load = max(pre_load, l_)
+                    runs_.append(
+                        run_driver(cmd, out, driver_timeout, Path(tmp) / f"{rep}-{slot}-{part}.log")
+                    )
+                status, rc, wall, bg_pct, result, tail = _combine(runs_)
                 rec.update(
                     status=status,
                     rc=rc,
@@ -470,6 +562,11 @@ def main() -> int:
                 if tail:
                     print(tail, file=sys.stderr)
                 time.sleep(0.3)
+        if pythons:
+            log("python -X importtime breakdowns")
+            wait_quiet(quiet_wait)
+            breakdown = startup.importtime(pythons, env)
+            raw.write(json.dumps({"kind": "importtime", "results": breakdown}) + "\n")
         total = time.perf_counter() - t_start
         end = {"kind": "end", "total_s": total, "src_fingerprint": src_fingerprint()}
         raw.write(json.dumps(end) + "\n")
@@ -479,9 +576,46 @@ def main() -> int:
     return 0
 
 
+MESSAGE_PHASES = ",".join(p for p in PHASES if p != "spawn")
+
+
+def _combine(
+    parts: list[tuple[str, int | None, float, float, dict[str, Any] | None, str]],
+) -> tuple[str, int | None, float, float, dict[str, Any] | None, str]:
+    """One record from a slot's driver runs: the last run's result with the spawn phase of the
+    first merged in; the first failure's status; summed wall; wall-weighted background."""
+    status, rc = "ok", 0
+    for st, code, *_ in parts:
+        if st != "ok":
+            status, rc = st, code
+            break
+    wall = sum(p[2] for p in parts)
+    bg = sum(p[2] * p[3] for p in parts) / wall if wall else 0.0
+    result: dict[str, Any] | None = None
+    for p in parts:
+        res = p[4]
+        if res is None:
+            continue
+        if result is None:
+            result = res
+        else:
+            spawn = (result.get("phases") or {}).get("spawn")
+            result = dict(res)
+            if spawn is not None:
+                result["phases"] = {"spawn": spawn, **(res.get("phases") or {})}
+    tail = "\n".join(p[5] for p in parts if p[5])
+    return status, rc, wall, bg, result, tail
+
+
+def _ibrief(results: dict[str, dict[str, Any]]) -> str:
+    return ", ".join(f"{k} {v['wall_ms']:.0f} ms" for k, v in results.items())
+
+
 def _brief(result: dict[str, Any] | None) -> str:
     ph = (result or {}).get("phases") or {}
     parts = []
+    with contextlib.suppress(KeyError, TypeError):
+        parts.append(f"spawn→init {ph['spawn']['init_ms']:.0f} ms")
     with contextlib.suppress(KeyError, TypeError):
         parts.append(f"rtt p50 {ph['rtt']['p50_us']:.0f} µs")
     with contextlib.suppress(KeyError, TypeError):

@@ -27,10 +27,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-MiB = 1 << 20
+# re-exported for the clients
+from _wire import RAISED_LIMIT as RAISED_LIMIT
+from _wire import MiB as MiB
+from _wire import parse_prompt as parse_prompt
 
-#: Limit used by the implementations whose limit can be configured: above 64 MiB.
-RAISED_LIMIT = 65 * MiB
 #: Text size of the too-large message sent by the over-limit probe.
 OVERSIZE_TEXT = RAISED_LIMIT + MiB
 
@@ -105,19 +106,6 @@ def prompt_text(n: int, size: int, ack: bool = False, total_len: int | None = No
     if total_len is None or total_len <= len(head):
         return head
     return head + PAYLOAD_CHAR * (total_len - len(head))
-
-
-def parse_prompt(text: str) -> tuple[int, int, bool]:
-    """Parse the ``n,size,ack|`` header of a prompt text (used by every echo agent)."""
-    head, _, _ = text[:64].partition("|")
-    parts = head.split(",")
-    try:
-        n = int(parts[0])
-        size = int(parts[1]) if len(parts) > 1 else 0
-        ack = len(parts) > 2 and parts[2] == "1"
-    except ValueError:
-        return 0, 0, False
-    return n, size, ack
 
 
 class Counter:
@@ -204,15 +192,88 @@ def pct(sorted_values: list[float], q: float) -> float:
     return sorted_values[i]
 
 
-def vm_hwm_kib(pid: int) -> int | None:
+def _status_kib(pid: int, field: str) -> int | None:
     try:
         with open(f"/proc/{pid}/status") as f:
             for line in f:
-                if line.startswith("VmHWM:"):
+                if line.startswith(field):
                     return int(line.split()[1])
-    except OSError:
+    except (OSError, ValueError, IndexError):
         return None
     return None
+
+
+def vm_hwm_kib(pid: int) -> int | None:
+    """Peak resident set size of ``pid`` (``VmHWM``, KiB)."""
+    return _status_kib(pid, "VmHWM:")
+
+
+def vm_rss_kib(pid: int) -> int | None:
+    """Current resident set size of ``pid`` (``VmRSS``, KiB)."""
+    return _status_kib(pid, "VmRSS:")
+
+
+# --------------------------------------------------------------------------- spawn phase
+
+#: Fresh agents spawned (and initialized, then closed) per driver run by the spawn phase.
+SPAWNS = 5
+SPAWN_TIMEOUT = 30.0
+
+
+def spawn_sample(t0: float, agent_pid: int) -> dict[str, Any]:
+    """Call right after the ``initialize`` answer: the time since ``t0`` and both RSS."""
+    elapsed = time.perf_counter() - t0
+    return {
+        "init_ms": elapsed * 1e3,
+        "rss_cli_kib": vm_rss_kib(os.getpid()),
+        "rss_agent_kib": vm_rss_kib(agent_pid),
+    }
+
+
+async def spawn_phase(
+    spawn_once: Callable[[], Awaitable[dict[str, Any]]], n: int = SPAWNS
+) -> dict[str, Any]:
+    """``n`` fresh spawns, one after the other: spawn → ``initialize`` answer → close.
+
+    ``spawn_once`` starts an agent, initializes it, returns :func:`spawn_sample` (taken before
+    it closes the agent) and closes the agent, waiting for it to exit. The driver's own imports
+    are done before the first call, so they are not timed; anything loaded on first use (the
+    typed client's models, say) lands in the first spawn, reported separately as ``first_ms``.
+    """
+    t_phase = time.perf_counter()
+    samples: list[dict[str, Any]] = []
+    for i in range(n):
+        try:
+            samples.append(await asyncio.wait_for(spawn_once(), SPAWN_TIMEOUT))
+        except TimeoutError:
+            return {"error": f"spawn {i + 1}: timeout after {SPAWN_TIMEOUT:.0f} s"}
+        except Exception as exc:
+            traceback.print_exc(file=sys.stderr)
+            return {"error": f"spawn {i + 1}: {type(exc).__name__}: {exc}"[:300]}
+    times = [s["init_ms"] for s in samples]
+    out: dict[str, Any] = {
+        "n": n,
+        "init_ms": statistics.median(times),
+        "first_ms": times[0],
+        "min_ms": min(times),
+        "all_ms": times,
+        "phase_s": time.perf_counter() - t_phase,
+    }
+    for key in ("rss_cli_kib", "rss_agent_kib"):
+        vals = [s[key] for s in samples if s.get(key) is not None]
+        out[key] = statistics.median(vals) if vals else None
+        out[key.replace("_kib", "_first_kib")] = samples[0].get(key)
+    return out
+
+
+def want_spawn(only: str) -> bool:
+    return not only or "spawn" in only.split(",")
+
+
+def want_messages(only: str) -> bool:
+    """Whether a phase other than ``spawn`` is wanted: ``--only spawn`` runs the spawns alone
+    (the orchestrator does, so the message phases run in a process that spawned nothing else)."""
+    return not only or any(p and p != "spawn" for p in only.split(","))
 
 
 # --------------------------------------------------------------------------- phases
@@ -371,7 +432,7 @@ async def _huge(cli: BenchClient, w: Workload) -> dict[str, Any]:
 Probe = Callable[[BenchClient], Awaitable[dict[str, Any]]]
 
 
-PHASES = ("rtt", "conc", "stream", "big", "huge", "oversize")
+PHASES = ("spawn", "rtt", "conc", "stream", "big", "huge", "oversize")
 
 
 async def run_phases(

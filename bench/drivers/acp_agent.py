@@ -11,7 +11,7 @@ import uuid
 from typing import Any
 
 import acp
-from _common import parse_prompt
+from _wire import parse_prompt
 from acp.schema import (
     AgentCapabilities,
     Implementation,

@@ -18,7 +18,17 @@ from pathlib import Path
 from typing import Any
 
 import acp
-from _common import Counter, driver_args, run_phases, workload, write_result
+from _common import (
+    Counter,
+    driver_args,
+    run_phases,
+    spawn_phase,
+    spawn_sample,
+    want_messages,
+    want_spawn,
+    workload,
+    write_result,
+)
 from acp.schema import ClientCapabilities, Implementation
 
 AGENT = Path(__file__).with_name("acp_agent.py")
@@ -68,9 +78,29 @@ def telemetry_state() -> dict[str, Any]:
     }
 
 
+async def spawn_once() -> dict[str, Any]:
+    t0 = time.perf_counter()
+    async with acp.spawn_agent_process(
+        EchoClient(Counter()),
+        sys.executable,
+        str(AGENT),
+        transport_kwargs={"stderr": None},
+    ) as (conn, proc):
+        await conn.initialize(
+            protocol_version=1,
+            client_capabilities=ClientCapabilities(),
+            client_info=Implementation(name="bench", version="0"),
+        )
+        return spawn_sample(t0, proc.pid)
+
+
 async def main() -> None:
     args = driver_args(__doc__ or "")
     w = workload(args.quick)
+    spawn = await spawn_phase(spawn_once) if want_spawn(args.only) else None
+    if not want_messages(args.only):
+        write_result(args.out, {"impl": "acp-py", "phases": {"spawn": spawn}})
+        return
     counter = Counter()
     t0 = time.perf_counter()
     async with acp.spawn_agent_process(
@@ -89,6 +119,8 @@ async def main() -> None:
         cli = Adapter(conn, proc.pid, counter)
         cli.session_id = new.session_id
         phases = await run_phases(cli, w, only=args.only)
+    if spawn is not None:
+        phases = {"spawn": spawn, **phases}
     write_result(
         args.out,
         {

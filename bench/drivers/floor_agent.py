@@ -13,7 +13,7 @@ import sys
 import uuid
 from typing import Any
 
-from _common import RAISED_LIMIT, parse_prompt
+from _wire import RAISED_LIMIT, parse_prompt
 
 HIGH_WATER = 64 * 1024
 

@@ -18,6 +18,10 @@ from _common import (
     Counter,
     driver_args,
     run_phases,
+    spawn_phase,
+    spawn_sample,
+    want_messages,
+    want_spawn,
     workload,
     write_result,
 )
@@ -105,11 +109,15 @@ class FloorClient:
         self._reader.cancel()
 
 
-async def main() -> None:
-    args = driver_args(__doc__ or "")
-    w = workload(args.quick)
-    t0 = time.perf_counter()
-    proc = await asyncio.create_subprocess_exec(
+INIT_PARAMS = {
+    "protocolVersion": 1,
+    "clientCapabilities": {},
+    "clientInfo": {"name": "bench", "version": "0"},
+}
+
+
+async def start_agent() -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
         sys.executable,
         str(AGENT),
         stdin=asyncio.subprocess.PIPE,
@@ -117,20 +125,35 @@ async def main() -> None:
         stderr=None,  # inherited: the orchestrator sends it to a log file
         limit=RAISED_LIMIT * 2,
     )
-    cli = FloorClient(proc)
+
+
+async def spawn_once() -> dict[str, Any]:
+    t0 = time.perf_counter()
+    cli = FloorClient(await start_agent())
     try:
-        await cli.request(
-            "initialize",
-            {
-                "protocolVersion": 1,
-                "clientCapabilities": {},
-                "clientInfo": {"name": "bench", "version": "0"},
-            },
-        )
+        await cli.request("initialize", INIT_PARAMS)
+        return spawn_sample(t0, cli.agent_pid)
+    finally:
+        await cli.aclose()
+
+
+async def main() -> None:
+    args = driver_args(__doc__ or "")
+    w = workload(args.quick)
+    spawn = await spawn_phase(spawn_once) if want_spawn(args.only) else None
+    if not want_messages(args.only):
+        write_result(args.out, {"impl": "floor", "phases": {"spawn": spawn}})
+        return
+    t0 = time.perf_counter()
+    cli = FloorClient(await start_agent())
+    try:
+        await cli.request("initialize", INIT_PARAMS)
         new = await cli.request("session/new", {"cwd": os.getcwd(), "mcpServers": []})
         cli.session_id = new["sessionId"]
         init_s = time.perf_counter() - t0
         phases = await run_phases(cli, w, only=args.only)
+        if spawn is not None:
+            phases = {"spawn": spawn, **phases}
     finally:
         await cli.aclose()
     write_result(

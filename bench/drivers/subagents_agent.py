@@ -10,7 +10,7 @@ import uuid
 from typing import Any
 
 import anyio
-from _common import RAISED_LIMIT, parse_prompt
+from _wire import RAISED_LIMIT, parse_prompt
 
 from subagents.protocol.jsonrpc import JsonValue
 from subagents.rpc import Peer, Router, open_peer

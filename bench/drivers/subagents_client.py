@@ -39,6 +39,10 @@ from _common import (
     parse_prompt,
     prompt_text,
     run_phases,
+    spawn_phase,
+    spawn_sample,
+    want_messages,
+    want_spawn,
     workload,
     write_result,
 )
@@ -212,6 +216,35 @@ def stream_kind(transport: str) -> str:
     return "subagents.transports.FdReceiveStream/FdSendStream"
 
 
+INIT_PARAMS: JsonValue = {
+    "protocolVersion": 1,
+    "clientCapabilities": {},
+    "clientInfo": {"name": "bench", "version": "0"},
+}
+
+
+async def close_agent(proc: anyio.abc.Process, receive: Any) -> None:
+    await receive.aclose()
+    with anyio.move_on_after(5):
+        await proc.wait()
+    if proc.returncode is None:
+        proc.kill()
+        await proc.wait()
+
+
+async def spawn_once(transport: str, router: Router) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    proc, receive, send = await spawn(transport)
+    try:
+        async with open_peer(
+            receive, send, router=router, max_message_bytes=RAISED_LIMIT, name="client"
+        ) as peer:
+            await peer.request("initialize", INIT_PARAMS)
+            return spawn_sample(t0, proc.pid)
+    finally:
+        await close_agent(proc, receive)
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true")
@@ -224,34 +257,35 @@ async def main() -> None:
     typed = args.variant == "typed"
 
     counter = Counter()
+    adapter = Adapter(counter, 0)
+    # the typed variant's models load here, with the driver's other imports, before any timing
+    router, validation = make_router(adapter, typed)
+    spawn_result: dict[str, Any] | None = None
+    if want_spawn(args.only):
+        spawn_result = await spawn_phase(lambda: spawn_once(args.transport, router))
+    if not want_messages(args.only):
+        impl = "subagents+typed" if typed else "subagents"
+        write_result(args.out, {"impl": impl, "phases": {"spawn": spawn_result}})
+        return
     t0 = time.perf_counter()
     proc, receive, send = await spawn(args.transport)
-    adapter = Adapter(counter, proc.pid)
-    router, validation = make_router(adapter, typed)
+    adapter.agent_pid = proc.pid
     try:
         async with open_peer(
             receive, send, router=router, max_message_bytes=RAISED_LIMIT, name="client"
         ) as peer:
             adapter.peer = peer
-            init: JsonValue = {
-                "protocolVersion": 1,
-                "clientCapabilities": {},
-                "clientInfo": {"name": "bench", "version": "0"},
-            }
-            await peer.request("initialize", init)
+            await peer.request("initialize", INIT_PARAMS)
             new: Any = await peer.request("session/new", {"cwd": os.getcwd(), "mcpServers": []})
             adapter.session_id = new["sessionId"]
             init_s = time.perf_counter() - t0
             phases = await run_phases(
                 adapter, w, extra=[("oversize", oversize_probe, w.big_timeout)], only=args.only
             )
+            if spawn_result is not None:
+                phases = {"spawn": spawn_result, **phases}
     finally:
-        await receive.aclose()
-        with anyio.move_on_after(5):
-            await proc.wait()
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
+        await close_agent(proc, receive)
     write_result(
         args.out,
         {

@@ -27,6 +27,7 @@ from typing import Final, Literal, TypeAlias, final
 import anyio
 import anyio.abc
 
+from .._owned import open_owned_task_group
 from ..protocol.jsonrpc import JsonValue
 from ..providers.contract import CancelSignal
 from .tools import ToolError, ToolRegistry, ToolResult, ToolSpec
@@ -101,11 +102,9 @@ class TaskRuntime:
         return sum(1 for task in self._tasks.values() if task.state == "running")
 
     async def __aenter__(self) -> TaskRuntime:
-        if self._group is not None or self._closed:
-            raise RuntimeError("a TaskRuntime can be entered once")
-        group = anyio.create_task_group()
-        await group.__aenter__()
-        self._group = group
+        self._group = await open_owned_task_group(
+            self._group, closed=self._closed, what="a TaskRuntime"
+        )
         return self
 
     async def __aexit__(

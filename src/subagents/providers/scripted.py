@@ -33,6 +33,7 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
+from .._owned import open_owned_task_group
 from ..protocol.jsonrpc import JsonValue
 from .contract import (
     CancelSignal,
@@ -349,11 +350,9 @@ class ScriptedProvider:
         return self._live_tasks
 
     async def __aenter__(self) -> ScriptedProvider:
-        if self._task_group is not None:
-            raise RuntimeError("this ScriptedProvider is already open")
-        task_group = anyio.create_task_group()
-        await task_group.__aenter__()
-        self._task_group = task_group
+        self._task_group = await open_owned_task_group(
+            self._task_group, closed=False, what="a ScriptedProvider"
+        )
         return self
 
     async def __aexit__(

@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Final, Self, final
 import anyio
 import anyio.abc
 
+from .._owned import open_owned_task_group
 from ..protocol import acp
 from ..protocol.jsonrpc import ErrorCode
 from ..rpc import Router, RPCError
@@ -419,11 +420,9 @@ class ClientSandbox:
     # ------------------------------------------------------------------ lifetime
 
     async def __aenter__(self) -> Self:
-        if self._task_group is not None or self._closed:
-            raise RuntimeError("a ClientSandbox can be entered only once")
-        task_group = anyio.create_task_group()
-        await task_group.__aenter__()
-        self._task_group = task_group
+        self._task_group = await open_owned_task_group(
+            self._task_group, closed=self._closed, what="a ClientSandbox"
+        )
         return self
 
     async def __aexit__(

@@ -22,6 +22,7 @@ PUBLIC_MODULES = [
     "subagents.agents",
     "subagents.harness",
     "subagents.providers",
+    "subagents.providers.acp",
     "subagents.providers.scripted",
     "subagents.testing",
 ]

@@ -1,6 +1,8 @@
 """The subagent seam: one run contract behind a named-provider registry.
 
-See :mod:`subagents.providers.contract` for the rules every provider follows.
+See :mod:`subagents.providers.contract` for the rules every provider follows. Providers live in
+their own modules: :mod:`subagents.providers.acp` (any ACP agent command) and
+:mod:`subagents.providers.scripted` (deterministic, for tests).
 """
 
 from .continuation import ContinuationManager as ContinuationManager

@@ -1,0 +1,323 @@
+"""``AcpProvider``: any ACP agent command as a subagent.
+
+start = spawn the agent + ``initialize`` + ``session/new``; the run is published once the
+session exists. The prompt runs as one turn; live progress comes from ``session/update``;
+the signal sends ``session/cancel`` and the run settles ``cancelled``; a crash settles
+``failed`` (infrastructure) with the exit status and the stderr tail; ``dispose()`` runs the
+shutdown ladder. Depth limit and tool filter cannot be enforced on a foreign process, and no
+persona or output schema is applied, so every start-time capability is advertised off (the
+service rejects such requests before a process is spawned).
+
+The provider owns the runs' tasks: use it as ``async with AcpProvider(...) as provider``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from types import TracebackType
+from typing import final
+
+import anyio
+import anyio.abc
+
+from .._owned import open_owned_task_group
+from ..rpc import ConnectionClosedError, RPCError
+from ..transports.acp_client import (
+    AgentStartupError,
+    ClientSession,
+    PermissionPolicy,
+    ProtocolVersionError,
+    connect_agent,
+    reject_policy,
+)
+from ..transports.process import ProcessStartError
+from .contract import (
+    CancelSignal,
+    ProgressEvent,
+    SubagentCapabilities,
+    SubagentError,
+    SubagentErrorCode,
+    SubagentOutcome,
+    SubagentRequest,
+)
+from .progress import ProgressFeed
+
+__all__ = ("AcpProvider", "AcpRun")
+
+_DISPOSE_BOUND = 15.0
+"""Bound on waiting for a run's task (including the agent's shutdown ladder) to finish."""
+
+
+@final
+class AcpRun:
+    """A published ACP child: one session, one turn."""
+
+    def __init__(self, provider: str, progress_capacity: int) -> None:
+        self._provider = provider
+        self.session_id = ""
+        self._published = anyio.Event()
+        self._settled = anyio.Event()
+        self._finished = anyio.Event()
+        self._release = anyio.Event()
+        self._outcome: SubagentOutcome | None = None
+        self._start_error: BaseException | None = None
+        self._feed = ProgressFeed(progress_capacity)
+        self._scope: anyio.CancelScope | None = None
+        self._disposed = False
+
+    @property
+    def id(self) -> str:
+        return f"{self._provider}:{self.session_id}"
+
+    @property
+    def published(self) -> bool:
+        """Whether the session exists (the run was handed to the caller)."""
+        return self._published.is_set()
+
+    @property
+    def start_error(self) -> BaseException | None:
+        """Why the start failed, when it did."""
+        return self._start_error
+
+    async def wait_started(self) -> None:
+        """Return once the run is published or its start failed."""
+        await _first(self._published, self._finished)
+
+    async def result(self) -> SubagentOutcome:
+        await self._settled.wait()
+        assert self._outcome is not None
+        return self._outcome
+
+    def progress(self) -> AsyncIterator[ProgressEvent] | None:
+        return self._feed
+
+    async def dispose(self) -> None:
+        self._disposed = True
+        self._release.set()
+        if not self._settled.is_set():
+            self._settle(SubagentOutcome.cancelled(self.id, "disposed before the turn ended"))
+            if self._scope is not None:
+                self._scope.cancel()
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_DISPOSE_BOUND):
+            await self._finished.wait()
+
+    def _settle(self, outcome: SubagentOutcome) -> None:
+        if self._outcome is None:
+            self._outcome = outcome
+            self._feed.close()
+            self._settled.set()
+
+    async def drive(
+        self, provider: AcpProvider, request: SubagentRequest, cancel: CancelSignal
+    ) -> None:
+        """The run's task (owned by the provider): spawn, session, turn, then wait for dispose."""
+        try:
+            with anyio.CancelScope() as scope:
+                self._scope = scope
+                await self._session(provider, request, cancel)
+        except (ProcessStartError, AgentStartupError, ProtocolVersionError, RPCError) as exc:
+            if not self._published.is_set():
+                self._start_error = exc
+            else:
+                self._settle(SubagentOutcome.failed(self.id, "infrastructure", str(exc), exc))
+        except ConnectionClosedError as exc:
+            if not self._published.is_set():
+                self._start_error = exc
+            else:
+                self._settle(SubagentOutcome.failed(self.id, "infrastructure", str(exc), exc))
+        finally:
+            if self._published.is_set():
+                self._settle(SubagentOutcome.cancelled(self.id, "the provider closed"))
+            self._feed.close()
+            self._finished.set()
+
+    async def _session(
+        self, provider: AcpProvider, request: SubagentRequest, cancel: CancelSignal
+    ) -> None:
+        async with connect_agent(
+            provider.command,
+            cwd=provider.cwd,
+            env=provider.env,
+            inherit_env=provider.inherit_env,
+            permission_policy=provider.permission_policy,
+            initialize_timeout=provider.initialize_timeout,
+            name=provider.name,
+        ) as agent:
+            if provider.auth_method is not None:
+                await agent.authenticate(provider.auth_method)
+            session = await agent.new_session(provider.cwd)
+            self.session_id = session.session_id
+            self._published.set()
+            await self._turn(session, request, cancel)
+            await self._release.wait()
+
+    async def _turn(
+        self,
+        session: ClientSession,
+        request: SubagentRequest,
+        cancel: CancelSignal,
+    ) -> None:
+        from ..protocol import acp
+
+        text: list[str] = []
+        response: acp.PromptResponse | None = None
+        async with session.prompt(request.prompt) as turn, anyio.create_task_group() as tg:
+
+            async def forward_cancel() -> None:
+                await cancel.wait()
+                await session.cancel()
+
+            tg.start_soon(forward_cancel)
+            async for update in turn:
+                if isinstance(update, acp.AgentMessageChunkSessionUpdate):
+                    if isinstance(update.content, acp.TextContentBlock):
+                        text.append(update.content.text)
+                        self._feed.push(ProgressEvent("text", update.content.text))
+                elif isinstance(update, acp.AgentThoughtChunkSessionUpdate):
+                    if isinstance(update.content, acp.TextContentBlock):
+                        self._feed.push(ProgressEvent("thought", update.content.text))
+                elif isinstance(update, acp.ToolCallSessionUpdate):
+                    self._feed.push(ProgressEvent("tool_call", update.title))
+                elif isinstance(update, acp.PlanSessionUpdate):
+                    self._feed.push(ProgressEvent("plan", f"{len(update.entries)} entries"))
+            try:
+                response = await turn.result()
+            except ConnectionClosedError as exc:
+                self._settle(SubagentOutcome.failed(self.id, "infrastructure", str(exc), exc))
+                tg.cancel_scope.cancel()
+                return
+            except RPCError as exc:
+                kind = "prompt" if exc.code in (-32600, -32602) else "turn"
+                self._settle(
+                    SubagentOutcome.failed(self.id, kind, f"the agent answered {exc}", exc)
+                )
+                tg.cancel_scope.cancel()
+                return
+            tg.cancel_scope.cancel()
+        assert response is not None
+        reason = response.stop_reason
+        if reason == "end_turn":
+            self._settle(SubagentOutcome.completed(self.id, "".join(text)))
+        elif reason == "cancelled":
+            self._settle(SubagentOutcome.cancelled(self.id, cancel.reason or "cancelled"))
+        elif reason == "refusal":
+            self._settle(SubagentOutcome.failed(self.id, "prompt", "the agent refused the prompt"))
+        else:
+            self._settle(
+                SubagentOutcome.failed(self.id, "turn", f"the turn stopped early: {reason}")
+            )
+
+    async def __aenter__(self) -> AcpRun:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+        /,
+    ) -> None:
+        await self.dispose()
+
+
+@final
+class AcpProvider:
+    """Runs children as ACP agent processes of ``command``."""
+
+    def __init__(
+        self,
+        command: Sequence[str],
+        *,
+        name: str = "acp",
+        cwd: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        inherit_env: bool = False,
+        permission_policy: PermissionPolicy = reject_policy,
+        auth_method: str | None = None,
+        initialize_timeout: float = 30.0,
+        progress_capacity: int = 256,
+    ) -> None:
+        if not command:
+            raise ValueError("empty agent command")
+        self.command = list(command)
+        self._name = name
+        self.cwd = cwd
+        self.env = dict(env) if env is not None else None
+        self.inherit_env = inherit_env
+        self.permission_policy = permission_policy
+        self.auth_method = auth_method
+        self.initialize_timeout = initialize_timeout
+        self._progress_capacity = progress_capacity
+        self._group: anyio.abc.TaskGroup | None = None
+        self._closed = False
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def capabilities(self) -> SubagentCapabilities:
+        return SubagentCapabilities()
+
+    async def __aenter__(self) -> AcpProvider:
+        self._group = await open_owned_task_group(
+            self._group, closed=self._closed, what="an AcpProvider"
+        )
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool | None:
+        self._closed = True
+        group = self._group
+        assert group is not None
+        self._group = None
+        group.cancel_scope.cancel()
+        return await group.__aexit__(exc_type, exc, traceback)
+
+    async def start(self, request: SubagentRequest, *, cancel: CancelSignal) -> AcpRun:
+        if self._group is None:
+            raise SubagentError(
+                SubagentErrorCode.START_FAILED,
+                "the AcpProvider is not open (use `async with provider`)",
+                provider=self._name,
+            )
+        if cancel.cancelled:
+            raise SubagentError(
+                SubagentErrorCode.CANCELLED, f"cancelled: {cancel.reason}", provider=self._name
+            )
+        run = AcpRun(self._name, self._progress_capacity)
+        self._group.start_soon(run.drive, self, request, cancel)
+        with cancel.linked_scope() as scope:
+            await run.wait_started()
+        if scope.cancelled_caught or (cancel.cancelled and not run.published):
+            await run.dispose()
+            raise SubagentError(
+                SubagentErrorCode.CANCELLED,
+                f"cancelled during the start: {cancel.reason}",
+                provider=self._name,
+            )
+        if not run.published:
+            error = run.start_error
+            raise SubagentError(
+                SubagentErrorCode.START_FAILED,
+                f"agent {self.command[0]!r} did not start: {error}",
+                provider=self._name,
+            ) from error
+        return run
+
+
+async def _first(*events: anyio.Event) -> None:
+    """Return once any of ``events`` is set."""
+    async with anyio.create_task_group() as tg:
+
+        async def wait(event: anyio.Event) -> None:
+            await event.wait()
+            tg.cancel_scope.cancel()
+
+        for event in events:
+            tg.start_soon(wait, event)

@@ -149,64 +149,8 @@ class AcpRun:
             session = await agent.new_session(provider.cwd)
             self.session_id = session.session_id
             self._published.set()
-            await self._turn(session, request, cancel)
+            self._settle(await run_turn(session, self.id, request.prompt, cancel, self._feed))
             await self._release.wait()
-
-    async def _turn(
-        self,
-        session: ClientSession,
-        request: SubagentRequest,
-        cancel: CancelSignal,
-    ) -> None:
-        from ..protocol import acp
-
-        text: list[str] = []
-        response: acp.PromptResponse | None = None
-        async with session.prompt(request.prompt) as turn, anyio.create_task_group() as tg:
-
-            async def forward_cancel() -> None:
-                await cancel.wait()
-                await session.cancel()
-
-            tg.start_soon(forward_cancel)
-            async for update in turn:
-                if isinstance(update, acp.AgentMessageChunkSessionUpdate):
-                    if isinstance(update.content, acp.TextContentBlock):
-                        text.append(update.content.text)
-                        self._feed.push(ProgressEvent("text", update.content.text))
-                elif isinstance(update, acp.AgentThoughtChunkSessionUpdate):
-                    if isinstance(update.content, acp.TextContentBlock):
-                        self._feed.push(ProgressEvent("thought", update.content.text))
-                elif isinstance(update, acp.ToolCallSessionUpdate):
-                    self._feed.push(ProgressEvent("tool_call", update.title))
-                elif isinstance(update, acp.PlanSessionUpdate):
-                    self._feed.push(ProgressEvent("plan", f"{len(update.entries)} entries"))
-            try:
-                response = await turn.result()
-            except ConnectionClosedError as exc:
-                self._settle(SubagentOutcome.failed(self.id, "infrastructure", str(exc), exc))
-                tg.cancel_scope.cancel()
-                return
-            except RPCError as exc:
-                kind = "prompt" if exc.code in (-32600, -32602) else "turn"
-                self._settle(
-                    SubagentOutcome.failed(self.id, kind, f"the agent answered {exc}", exc)
-                )
-                tg.cancel_scope.cancel()
-                return
-            tg.cancel_scope.cancel()
-        assert response is not None
-        reason = response.stop_reason
-        if reason == "end_turn":
-            self._settle(SubagentOutcome.completed(self.id, "".join(text)))
-        elif reason == "cancelled":
-            self._settle(SubagentOutcome.cancelled(self.id, cancel.reason or "cancelled"))
-        elif reason == "refusal":
-            self._settle(SubagentOutcome.failed(self.id, "prompt", "the agent refused the prompt"))
-        else:
-            self._settle(
-                SubagentOutcome.failed(self.id, "turn", f"the turn stopped early: {reason}")
-            )
 
     async def __aenter__(self) -> AcpRun:
         return self
@@ -309,6 +253,67 @@ class AcpProvider:
                 provider=self._name,
             ) from error
         return run
+
+
+async def run_turn(
+    session: ClientSession,
+    child_id: str,
+    prompt: str,
+    cancel: CancelSignal,
+    feed: ProgressFeed | None = None,
+) -> SubagentOutcome:
+    """Run one prompt turn on ``session`` and map its end to an outcome.
+
+    ``end_turn`` -> completed with the agent's text; ``cancelled`` -> cancelled; ``refusal`` ->
+    failed (prompt); other stop reasons -> failed (turn); an error answer -> failed (prompt for
+    invalid requests or params, else turn); the agent gone -> failed (infrastructure).
+    """
+    from ..protocol import acp
+
+    text: list[str] = []
+    response: acp.PromptResponse | None = None
+    failure: SubagentOutcome | None = None
+    async with session.prompt(prompt) as turn, anyio.create_task_group() as tg:
+
+        async def forward_cancel() -> None:
+            await cancel.wait()
+            await session.cancel()
+
+        tg.start_soon(forward_cancel)
+        async for update in turn:
+            event: ProgressEvent | None = None
+            if isinstance(update, acp.AgentMessageChunkSessionUpdate):
+                if isinstance(update.content, acp.TextContentBlock):
+                    text.append(update.content.text)
+                    event = ProgressEvent("text", update.content.text)
+            elif isinstance(update, acp.AgentThoughtChunkSessionUpdate):
+                if isinstance(update.content, acp.TextContentBlock):
+                    event = ProgressEvent("thought", update.content.text)
+            elif isinstance(update, acp.ToolCallSessionUpdate):
+                event = ProgressEvent("tool_call", update.title)
+            elif isinstance(update, acp.PlanSessionUpdate):
+                event = ProgressEvent("plan", f"{len(update.entries)} entries")
+            if event is not None and feed is not None:
+                feed.push(event)
+        try:
+            response = await turn.result()
+        except ConnectionClosedError as exc:
+            failure = SubagentOutcome.failed(child_id, "infrastructure", str(exc), exc)
+        except RPCError as exc:
+            kind = "prompt" if exc.code in (-32600, -32602) else "turn"
+            failure = SubagentOutcome.failed(child_id, kind, f"the agent answered {exc}", exc)
+        tg.cancel_scope.cancel()
+    if failure is not None:
+        return failure
+    assert response is not None
+    reason = response.stop_reason
+    if reason == "end_turn":
+        return SubagentOutcome.completed(child_id, "".join(text))
+    if reason == "cancelled":
+        return SubagentOutcome.cancelled(child_id, cancel.reason or "cancelled")
+    if reason == "refusal":
+        return SubagentOutcome.failed(child_id, "prompt", "the agent refused the prompt")
+    return SubagentOutcome.failed(child_id, "turn", f"the turn stopped early: {reason}")
 
 
 async def _first(*events: anyio.Event) -> None:

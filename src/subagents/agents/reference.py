@@ -59,7 +59,9 @@ The first word of the prompt's text (case-insensitive) picks the scenario; anyth
 
 Sessions
 --------
-Sessions live in memory for the life of the process. Advertised and implemented:
+Sessions live in memory for the life of the process; with ``SUBAGENTS_REFERENCE_SESSION_DIR``
+set they are also saved there (a JSON file each, after every turn), so another process can
+``session/load`` or ``session/resume`` them (cold resume). Advertised and implemented:
 ``loadSession`` (replays the session's user and agent messages as ``user_message_chunk`` /
 ``agent_message_chunk`` before answering), ``sessionCapabilities`` ``list`` (optionally
 filtered by ``cwd``; no pagination, so any ``cursor`` is invalid: ``-32602``), ``resume`` (no
@@ -408,9 +410,48 @@ class ReferenceAgent(Agent):
     agent_title = "subagents reference agent"
     agent_version = __version__
 
-    def __init__(self) -> None:
+    def __init__(self, session_dir: str | None = None) -> None:
         self.sessions: dict[str, _Session] = {}
         self._tool_calls = itertools.count(1)
+        self.session_dir = session_dir or os.environ.get("SUBAGENTS_REFERENCE_SESSION_DIR")
+        """Where sessions are saved (one JSON file each), so a new process can load them;
+        ``None`` keeps them in memory only."""
+
+    def _save(self, session: _Session) -> None:
+        if self.session_dir is None:
+            return
+        import json
+
+        os.makedirs(self.session_dir, exist_ok=True)
+        path = os.path.join(self.session_dir, f"{session.session_id}.json")
+        data = {
+            "sessionId": session.session_id,
+            "cwd": session.cwd,
+            "history": [[role, text] for role, text in session.history],
+            "title": session.title,
+            "updatedAt": session.updated_at,
+        }
+        with open(path + ".tmp", "w", encoding="utf-8") as f:
+            json.dump(data, f)
+        os.replace(path + ".tmp", path)
+
+    def _load(self, session_id: str) -> _Session | None:
+        if self.session_dir is None or not session_id.isalnum():
+            return None
+        import json
+
+        path = os.path.join(self.session_dir, f"{session_id}.json")
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+        except (OSError, ValueError):
+            return None
+        history: list[tuple[_Role, str]] = [
+            ("user" if role == "user" else "agent", str(text)) for role, text in data["history"]
+        ]
+        session = _Session(session_id, str(data["cwd"]), history, data.get("title"))
+        self.sessions[session_id] = session
+        return session
 
     def next_tool_call_id(self) -> str:
         return f"call_{next(self._tool_calls)}"
@@ -421,7 +462,7 @@ class ReferenceAgent(Agent):
         return capabilities
 
     def _session(self, session_id: str) -> _Session:
-        session = self.sessions.get(session_id)
+        session = self.sessions.get(session_id) or self._load(session_id)
         if session is None:
             raise RPCError.resource_not_found({"sessionId": session_id})
         return session
@@ -437,6 +478,7 @@ class ReferenceAgent(Agent):
         self._check_cwd(params.cwd)
         session = _Session(_new_id(), params.cwd)
         self.sessions[session.session_id] = session
+        self._save(session)
         commands = [
             acp.AvailableCommand(name=name, description=description)
             for name, description in SCENARIOS.items()
@@ -510,6 +552,14 @@ class ReferenceAgent(Agent):
         session.updated_at = _now()
         if session.title is None:
             session.title = text[:60]
+        try:
+            return await self._prompt(session, text, turn)
+        finally:
+            self._save(session)
+
+    async def _prompt(
+        self, session: _Session, text: str, turn: AgentTurn
+    ) -> PromptResponse | StopReason:
         run = _Run(self, session, turn)
         words = text.split()
         keyword = words[0].lower() if words else ""

@@ -3,13 +3,17 @@ the reference agent (a real child process)."""
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 
 import anyio
 import pytest
 
 from subagents.providers import (
     CancelSignal,
+    ContinuableProvider,
+    ContinuationManager,
     SubagentError,
     SubagentErrorCode,
     SubagentRequest,
@@ -78,3 +82,42 @@ async def test_features_it_cannot_enforce_are_advertised_off_and_rejected(featur
             await service.start("acp", SubagentRequest("hi", **{feature: values[feature]}))  # type: ignore[arg-type]
     assert info.value.code is SubagentErrorCode.UNSUPPORTED_CAPABILITY
     assert info.value.feature == feature
+
+
+async def test_a_continuable_acp_child_hears_later_messages_and_resumes_cold(
+    tmp_path: Path,
+) -> None:
+    """Issue 5: "Continuable through session/load or session/resume when the agent
+    advertises them"; seam note: "The continuation manager owns later delivery and cold
+    resume"."""
+    sessions = tmp_path / "sessions"
+    service = SubagentService()
+    env = {"SUBAGENTS_REFERENCE_SESSION_DIR": str(sessions)}
+    async with AcpProvider(REFERENCE, env=env, cwd=tmp_path) as provider:
+        assert isinstance(provider, ContinuableProvider)
+        service.register(provider)
+        with anyio.fail_after(30):
+            async with ContinuationManager(service) as children:
+                child = await children.start("acp", SubagentRequest("echo first"))
+                second = await children.deliver(child.id, "echo second")
+                await children.release(child.id)  # the agent process exits
+                third = await children.deliver(child.id, "echo third")  # a new process loads it
+                child_id = child.id
+    assert second.output == "echo second"
+    assert third.output == "echo third"
+    session_id = child_id.removeprefix("acp:")
+    saved = json.loads((sessions / f"{session_id}.json").read_text())
+    assert [text for role, text in saved["history"] if role == "user"] == [
+        "echo first",
+        "echo second",
+        "echo third",
+    ]
+
+
+async def test_resuming_an_unknown_child_fails_clearly(tmp_path: Path) -> None:
+    """Cold resume of a session the agent does not know is a start failure naming the cause."""
+    async with AcpProvider(REFERENCE, cwd=tmp_path) as provider:
+        with anyio.fail_after(20), pytest.raises(SubagentError) as info:
+            await provider.resume_continuable("acp:0123abcd", cancel=CancelSignal())
+    assert info.value.code is SubagentErrorCode.START_FAILED
+    assert "Resource not found" in info.value.message

@@ -25,6 +25,7 @@ from .._owned import open_owned_task_group
 from ..rpc import ConnectionClosedError, RPCError
 from ..transports.acp_client import (
     AgentStartupError,
+    CapabilityError,
     ClientSession,
     PermissionPolicy,
     ProtocolVersionError,
@@ -43,7 +44,7 @@ from .contract import (
 )
 from .progress import ProgressFeed
 
-__all__ = ("AcpProvider", "AcpRun")
+__all__ = ("AcpConversation", "AcpProvider", "AcpRun", "run_turn")
 
 _DISPOSE_BOUND = 15.0
 """Bound on waiting for a run's task (including the agent's shutdown ladder) to finish."""
@@ -166,6 +167,107 @@ class AcpRun:
 
 
 @final
+class AcpConversation:
+    """A continuable ACP child: one session, kept open; each :meth:`send` is a new turn.
+
+    Cold resume (:meth:`AcpProvider.resume_continuable`) starts a new agent process and
+    reopens the session with ``session/load`` (or ``session/resume``), which the agent must
+    advertise and be able to serve from its own storage.
+    """
+
+    def __init__(self, provider: AcpProvider, resume_id: str | None) -> None:
+        self._provider = provider
+        self._resume_id = resume_id
+        self.session_id = resume_id or ""
+        self._ready = anyio.Event()
+        self._finished = anyio.Event()
+        self._failure: BaseException | None = None
+        send, receive = anyio.create_memory_object_stream[
+            tuple[str, CancelSignal, list[SubagentOutcome], anyio.Event]
+        ](1)
+        self._jobs_in = send
+        self._jobs_out = receive
+        self.outcomes: list[SubagentOutcome] = []
+        """The outcome of every turn so far, in order."""
+
+    @property
+    def id(self) -> str:
+        return f"{self._provider.name}:{self.session_id}"
+
+    async def send(self, message: str, *, cancel: CancelSignal | None = None) -> SubagentOutcome:
+        if self._finished.is_set():
+            return SubagentOutcome.failed(
+                self.id, "infrastructure", f"the child is gone: {self._failure}", self._failure
+            )
+        slot: list[SubagentOutcome] = []
+        done = anyio.Event()
+        await self._jobs_in.send((message, cancel or CancelSignal(), slot, done))
+        await _first(done, self._finished)
+        if not slot:
+            return SubagentOutcome.failed(
+                self.id, "infrastructure", f"the child is gone: {self._failure}", self._failure
+            )
+        return slot[0]
+
+    async def dispose(self) -> None:
+        self._jobs_in.close()
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_DISPOSE_BOUND):
+            await self._finished.wait()
+
+    async def drive(self) -> None:
+        """The child's task (owned by the provider)."""
+        provider = self._provider
+        try:
+            async with connect_agent(
+                provider.command,
+                cwd=provider.cwd,
+                env=provider.env,
+                inherit_env=provider.inherit_env,
+                permission_policy=provider.permission_policy,
+                initialize_timeout=provider.initialize_timeout,
+                name=provider.name,
+            ) as agent:
+                if provider.auth_method is not None:
+                    await agent.authenticate(provider.auth_method)
+                if self._resume_id is None:
+                    session = await agent.new_session(provider.cwd)
+                elif agent.capabilities.load_session:
+                    session = await agent.load_session(self._resume_id, provider.cwd)
+                else:
+                    session = await agent.resume_session(self._resume_id, provider.cwd)
+                self.session_id = session.session_id
+                self._ready.set()
+                with self._jobs_out:
+                    async for message, cancel, slot, done in self._jobs_out:
+                        outcome = await run_turn(session, self.id, message, cancel)
+                        self.outcomes.append(outcome)
+                        slot.append(outcome)
+                        done.set()
+        except Exception as exc:  # the start failed, or the agent went away: report it
+            self._failure = exc
+        finally:
+            self._jobs_out.close()
+            self._finished.set()
+
+    async def wait_ready(self) -> None:
+        """Return once the session exists, or raise why it could not be opened."""
+        await _first(self._ready, self._finished)
+        if not self._ready.is_set():
+            failure = self._failure
+            code = (
+                SubagentErrorCode.UNSUPPORTED_CAPABILITY
+                if isinstance(failure, CapabilityError)
+                else SubagentErrorCode.START_FAILED
+            )
+            raise SubagentError(
+                code,
+                f"agent {self._provider.command[0]!r} did not open the session: {failure}",
+                provider=self._provider.name,
+                feature="continuable" if code is SubagentErrorCode.UNSUPPORTED_CAPABILITY else None,
+            ) from failure
+
+
+@final
 class AcpProvider:
     """Runs children as ACP agent processes of ``command``."""
 
@@ -222,6 +324,48 @@ class AcpProvider:
         self._group = None
         group.cancel_scope.cancel()
         return await group.__aexit__(exc_type, exc, traceback)
+
+    async def prepare_continuable(
+        self, request: SubagentRequest, *, cancel: CancelSignal
+    ) -> AcpConversation:
+        """Start a child whose session stays open; ``request`` is its first turn (its outcome
+        is ``conversation.outcomes[0]``)."""
+        conversation = await self._open_conversation(None, cancel)
+        await conversation.send(request.prompt, cancel=cancel)
+        return conversation
+
+    async def resume_continuable(self, child_id: str, *, cancel: CancelSignal) -> AcpConversation:
+        """Cold-resume ``child_id`` (``"<provider>:<sessionId>"``) in a new agent process, with
+        ``session/load`` or ``session/resume`` (the agent must advertise one of them)."""
+        prefix = f"{self._name}:"
+        session_id = child_id[len(prefix) :] if child_id.startswith(prefix) else child_id
+        return await self._open_conversation(session_id, cancel)
+
+    async def _open_conversation(
+        self, resume_id: str | None, cancel: CancelSignal
+    ) -> AcpConversation:
+        if self._group is None:
+            raise SubagentError(
+                SubagentErrorCode.START_FAILED,
+                "the AcpProvider is not open (use `async with provider`)",
+                provider=self._name,
+            )
+        conversation = AcpConversation(self, resume_id)
+        self._group.start_soon(conversation.drive)
+        try:
+            with cancel.linked_scope() as scope:
+                await conversation.wait_ready()
+        except SubagentError:
+            await conversation.dispose()
+            raise
+        if scope.cancelled_caught:
+            await conversation.dispose()
+            raise SubagentError(
+                SubagentErrorCode.CANCELLED,
+                f"cancelled during the start: {cancel.reason}",
+                provider=self._name,
+            )
+        return conversation
 
     async def start(self, request: SubagentRequest, *, cancel: CancelSignal) -> AcpRun:
         if self._group is None:

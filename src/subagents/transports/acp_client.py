@@ -263,9 +263,19 @@ class PromptTurn:
     async def __aenter__(self) -> PromptTurn:
         session = self._session
         if session.current_turn is not None:
+            self._updates_in.close()
+            self._updates_out.close()
             raise RuntimeError(f"session {session.session_id} already has a turn running")
         session.current_turn = self
-        await session.connection.task_group.start(self._run)
+        try:
+            await session.connection.task_group.start(self._run)
+        except BaseException:
+            # Not started (cancelled while starting): __aexit__ will not run, so close here.
+            if session.current_turn is self:
+                session.current_turn = None
+            self._updates_in.close()
+            self._updates_out.close()
+            raise
         return self
 
     async def __aexit__(

@@ -14,7 +14,8 @@ The provider owns the runs' tasks: use it as ``async with AcpProvider(...) as pr
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import final
 
@@ -24,6 +25,7 @@ import anyio.abc
 from .._owned import open_owned_task_group
 from ..rpc import ConnectionClosedError, RPCError
 from ..transports.acp_client import (
+    AgentConnection,
     AgentStartupError,
     CapabilityError,
     ClientSession,
@@ -58,6 +60,7 @@ class AcpRun:
         self._provider = provider
         self.session_id = ""
         self._published = anyio.Event()
+        self._phase = anyio.Event()  # set on publication, or when the task ends first
         self._settled = anyio.Event()
         self._finished = anyio.Event()
         self._release = anyio.Event()
@@ -83,7 +86,7 @@ class AcpRun:
 
     async def wait_started(self) -> None:
         """Return once the run is published or its start failed."""
-        await _first(self._published, self._finished)
+        await self._phase.wait()
 
     async def result(self) -> SubagentOutcome:
         await self._settled.wait()
@@ -117,12 +120,13 @@ class AcpRun:
             with anyio.CancelScope() as scope:
                 self._scope = scope
                 await self._session(provider, request, cancel)
-        except (ProcessStartError, AgentStartupError, ProtocolVersionError, RPCError) as exc:
-            if not self._published.is_set():
-                self._start_error = exc
-            else:
-                self._settle(SubagentOutcome.failed(self.id, "infrastructure", str(exc), exc))
-        except ConnectionClosedError as exc:
+        except (
+            ProcessStartError,
+            AgentStartupError,
+            ProtocolVersionError,
+            RPCError,
+            ConnectionClosedError,
+        ) as exc:
             if not self._published.is_set():
                 self._start_error = exc
             else:
@@ -131,25 +135,17 @@ class AcpRun:
             if self._published.is_set():
                 self._settle(SubagentOutcome.cancelled(self.id, "the provider closed"))
             self._feed.close()
+            self._phase.set()
             self._finished.set()
 
     async def _session(
         self, provider: AcpProvider, request: SubagentRequest, cancel: CancelSignal
     ) -> None:
-        async with connect_agent(
-            provider.command,
-            cwd=provider.cwd,
-            env=provider.env,
-            inherit_env=provider.inherit_env,
-            permission_policy=provider.permission_policy,
-            initialize_timeout=provider.initialize_timeout,
-            name=provider.name,
-        ) as agent:
-            if provider.auth_method is not None:
-                await agent.authenticate(provider.auth_method)
+        async with provider.connect() as agent:
             session = await agent.new_session(provider.cwd)
             self.session_id = session.session_id
             self._published.set()
+            self._phase.set()
             self._settle(await run_turn(session, self.id, request.prompt, cancel, self._feed))
             await self._release.wait()
 
@@ -179,12 +175,16 @@ class AcpConversation:
         self._provider = provider
         self._resume_id = resume_id
         self.session_id = resume_id or ""
-        self._ready = anyio.Event()
+        self._ready = False
+        self._phase = anyio.Event()  # set once the session is open, or when the task ends first
         self._finished = anyio.Event()
         self._failure: BaseException | None = None
+        # Unbuffered: a message is handed over only when the driver takes it, so it is
+        # answered, or its sender fails when the driver is gone.
         send, receive = anyio.create_memory_object_stream[
             tuple[str, CancelSignal, list[SubagentOutcome], anyio.Event]
-        ](1)
+        ](0)
+        self._in_progress: anyio.Event | None = None
         self._jobs_in = send
         self._jobs_out = receive
         self.outcomes: list[SubagentOutcome] = []
@@ -201,8 +201,11 @@ class AcpConversation:
             )
         slot: list[SubagentOutcome] = []
         done = anyio.Event()
-        await self._jobs_in.send((message, cancel or CancelSignal(), slot, done))
-        await _first(done, self._finished)
+        try:
+            await self._jobs_in.send((message, cancel or CancelSignal(), slot, done))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            done.set()
+        await done.wait()
         if not slot:
             return SubagentOutcome.failed(
                 self.id, "infrastructure", f"the child is gone: {self._failure}", self._failure
@@ -218,17 +221,7 @@ class AcpConversation:
         """The child's task (owned by the provider)."""
         provider = self._provider
         try:
-            async with connect_agent(
-                provider.command,
-                cwd=provider.cwd,
-                env=provider.env,
-                inherit_env=provider.inherit_env,
-                permission_policy=provider.permission_policy,
-                initialize_timeout=provider.initialize_timeout,
-                name=provider.name,
-            ) as agent:
-                if provider.auth_method is not None:
-                    await agent.authenticate(provider.auth_method)
+            async with provider.connect() as agent:
                 if self._resume_id is None:
                     session = await agent.new_session(provider.cwd)
                 elif agent.capabilities.load_session:
@@ -236,23 +229,27 @@ class AcpConversation:
                 else:
                     session = await agent.resume_session(self._resume_id, provider.cwd)
                 self.session_id = session.session_id
-                self._ready.set()
-                with self._jobs_out:
-                    async for message, cancel, slot, done in self._jobs_out:
-                        outcome = await run_turn(session, self.id, message, cancel)
-                        self.outcomes.append(outcome)
-                        slot.append(outcome)
-                        done.set()
+                self._ready = True
+                self._phase.set()
+                async for message, cancel, slot, done in self._jobs_out:
+                    self._in_progress = done
+                    outcome = await run_turn(session, self.id, message, cancel)
+                    self.outcomes.append(outcome)
+                    slot.append(outcome)
+                    done.set()
         except Exception as exc:  # the start failed, or the agent went away: report it
             self._failure = exc
         finally:
-            self._jobs_out.close()
+            self._jobs_out.close()  # senders still waiting fail at once
+            if self._in_progress is not None:
+                self._in_progress.set()  # a turn cut short: its sender sees the failure
+            self._phase.set()
             self._finished.set()
 
     async def wait_ready(self) -> None:
         """Return once the session exists, or raise why it could not be opened."""
-        await _first(self._ready, self._finished)
-        if not self._ready.is_set():
+        await self._phase.wait()
+        if not self._ready:
             failure = self._failure
             code = (
                 SubagentErrorCode.UNSUPPORTED_CAPABILITY
@@ -324,6 +321,23 @@ class AcpProvider:
         self._group = None
         group.cancel_scope.cancel()
         return await group.__aexit__(exc_type, exc, traceback)
+
+    @asynccontextmanager
+    async def connect(self) -> AsyncGenerator[AgentConnection, None]:
+        """Spawn the agent, ``initialize`` it and ``authenticate`` when configured; the agent
+        is stopped (shutdown ladder) when the block exits."""
+        async with connect_agent(
+            self.command,
+            cwd=self.cwd,
+            env=self.env,
+            inherit_env=self.inherit_env,
+            permission_policy=self.permission_policy,
+            initialize_timeout=self.initialize_timeout,
+            name=self._name,
+        ) as agent:
+            if self.auth_method is not None:
+                await agent.authenticate(self.auth_method)
+            yield agent
 
     async def prepare_continuable(
         self, request: SubagentRequest, *, cancel: CancelSignal
@@ -458,15 +472,3 @@ async def run_turn(
     if reason == "refusal":
         return SubagentOutcome.failed(child_id, "prompt", "the agent refused the prompt")
     return SubagentOutcome.failed(child_id, "turn", f"the turn stopped early: {reason}")
-
-
-async def _first(*events: anyio.Event) -> None:
-    """Return once any of ``events`` is set."""
-    async with anyio.create_task_group() as tg:
-
-        async def wait(event: anyio.Event) -> None:
-            await event.wait()
-            tg.cancel_scope.cancel()
-
-        for event in events:
-            tg.start_soon(wait, event)

@@ -635,7 +635,10 @@ async def test_the_notification_buffer_is_bounded() -> None:
     async with peer_and_wire(router, notification_buffer=4) as (peer, wire):
         for i in range(50):
             await wire.write_json({"jsonrpc": "2.0", "method": "note", "params": [i]})
-        await anyio.sleep(0.1)
+        with anyio.fail_after(5):
+            while peer.statistics().notifications_queued < 4:
+                await anyio.wait_all_tasks_blocked()
+        await anyio.wait_all_tasks_blocked()  # a broken bound would keep filling the buffer
         stats = peer.statistics()
         assert stats.notifications_queued == 4
         assert stats.messages_received <= 4 + 2  # one in the handler, one waiting to be queued

@@ -1,0 +1,118 @@
+"""Spec gaps: what the agent does where the spec is silent. Recorded, never judged."""
+
+from __future__ import annotations
+
+import json
+
+from ..framework import CheckContext, check
+from ..wire import AgentWire
+
+
+def _after(wire: AgentWire, start: int) -> str:
+    lines = [line for line in wire.lines[start:] if line.direction == "agent"]
+    if not lines:
+        return "nothing"
+    return "; ".join(line.raw[:200].decode("utf-8", "replace") for line in lines[:3])
+
+
+async def _still_answers(ctx: CheckContext, wire: AgentWire) -> str:
+    try:
+        response = await wire.request("session/new", wire.new_session_params())
+    except TimeoutError as exc:
+        return f"then no answer to session/new ({exc})"
+    return "then session/new " + ("works" if response.ok else f"fails: {response.describe()}")
+
+
+@check("ACP-INFO-PARSE-001")
+async def malformed_json(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        await ctx.ready(wire)
+        start = len(wire.lines)
+        await wire.send_raw(b'{"jsonrpc": "2.0", "id": 900, "method": \n')
+        await wire.quiet(ctx.options.quiet_period)
+        ctx.note(f"a malformed line got: {_after(wire, start + 1)}; {await _still_answers(ctx, wire)}")
+
+
+@check("ACP-INFO-BATCH-001")
+async def batch(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        await ctx.ready(wire)
+        start = len(wire.lines)
+        params = wire.new_session_params()
+        batch = [
+            {"jsonrpc": "2.0", "id": 901, "method": "session/new", "params": params},
+            {"jsonrpc": "2.0", "id": 902, "method": "session/new", "params": params},
+        ]
+        await wire.send_raw(json.dumps(batch).encode() + b"\n")
+        await wire.quiet(ctx.options.quiet_period)
+        ctx.note(f"a batch of two session/new got: {_after(wire, start + 1)}; {await _still_answers(ctx, wire)}")
+
+
+@check("ACP-INFO-PREINIT-001")
+async def request_before_initialize(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        try:
+            response = await wire.request(
+                "session/new", wire.new_session_params(), timeout=ctx.options.startup_timeout
+            )
+            ctx.note(f"session/new before initialize: {response.describe()}")
+        except TimeoutError as exc:
+            ctx.note(f"session/new before initialize: no answer ({exc})")
+
+
+@check("ACP-INFO-UNKNOWNSESSION-001")
+async def unknown_session(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        await ctx.ready(wire)
+        response = await ctx.call(
+            wire,
+            "session/prompt",
+            {"sessionId": "conformance-no-such-session", "prompt": [{"type": "text", "text": ctx.options.prompt}]},
+        )
+        ctx.note(f"a prompt for an unknown session: {response.describe()}")
+
+
+@check("ACP-INFO-CONCURRENT-001")
+async def second_prompt_while_one_runs(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        await ctx.ready(wire)
+        session_id = await ctx.new_session(wire)
+        first = await wire.start_request(
+            "session/prompt",
+            {"sessionId": session_id, "prompt": [{"type": "text", "text": ctx.options.cancel_prompt}]},
+        )
+        await wire.quiet(0.2)
+        second = await wire.start_request(
+            "session/prompt",
+            {"sessionId": session_id, "prompt": [{"type": "text", "text": ctx.options.prompt}]},
+        )
+        await wire.wait_for(lambda: wire.answered(second), min(ctx.options.timeout, 5.0))
+        await wire.notify("session/cancel", {"sessionId": session_id})
+        outcomes: list[str] = []
+        for name, request_id in (("first", first), ("second", second)):
+            try:
+                outcomes.append(f"{name}: {(await wire.wait_response(request_id)).describe()}")
+            except TimeoutError:
+                outcomes.append(f"{name}: no answer")
+        ctx.note("two prompts at once (then a cancel): " + "; ".join(outcomes))
+
+
+@check("ACP-INFO-IDLECANCEL-001")
+async def cancel_of_idle_session(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        await ctx.ready(wire)
+        session_id = await ctx.new_session(wire)
+        start = len(wire.lines)
+        await wire.notify("session/cancel", {"sessionId": session_id})
+        await wire.quiet(ctx.options.quiet_period)
+        reaction = _after(wire, start + 1)
+        response = await ctx.prompt(wire, session_id)
+        ctx.note(f"session/cancel of an idle session got: {reaction}; the next prompt: {response.describe()}")
+
+
+@check("ACP-INFO-RELATIVECWD-001")
+async def relative_cwd(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        await ctx.ready(wire)
+        response = await ctx.call(wire, "session/new", {"cwd": "relative/dir", "mcpServers": []})
+        ctx.note(f"session/new with a relative cwd: {response.describe()}")

@@ -1,0 +1,236 @@
+"""Initialization, authentication, session creation, MCP servers and process hygiene."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any, cast
+
+import anyio
+
+from ..framework import CheckContext, check
+from ._common import basic_exchange, result_dict
+
+
+@check("ACP-INIT-001")
+async def initialize_succeeds(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        response = await ctx.call(
+            wire,
+            "initialize",
+            {
+                "protocolVersion": 1,
+                "clientCapabilities": wire.client.capabilities(),
+                "clientInfo": {"name": "subagents-conformance", "version": "1"},
+            },
+            timeout=ctx.options.startup_timeout,
+        )
+        if not response.ok:
+            ctx.fail(f"initialize failed: {response.describe()}")
+        if response.line.schema_errors:
+            ctx.fail("the initialize result violates the schema: " + "; ".join(response.line.schema_errors))
+        result = result_dict(response)
+        version = result.get("protocolVersion")
+        if not isinstance(version, int) or isinstance(version, bool):
+            ctx.fail(f"protocolVersion is not an integer: {version!r}")
+        if not isinstance(result.get("agentCapabilities"), dict):
+            ctx.fail("the initialize result does not state the agent's capabilities (agentCapabilities)")
+
+
+@check("ACP-INIT-002")
+async def version_one_is_kept(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        init = await ctx.ready(wire, protocol_version=1)
+        if init.get("protocolVersion") != 1:
+            ctx.fail(f"protocol version 1 was requested; the agent answered {init.get('protocolVersion')!r}")
+
+
+@check("ACP-INIT-003")
+async def unsupported_version_is_not_echoed(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        response = await ctx.call(
+            wire,
+            "initialize",
+            {
+                "protocolVersion": 65535,
+                "clientCapabilities": wire.client.capabilities(),
+                "clientInfo": {"name": "subagents-conformance", "version": "1"},
+            },
+            timeout=ctx.options.startup_timeout,
+        )
+        if not response.ok:
+            ctx.fail(
+                "protocol version 65535 was answered with an error "
+                f"({response.describe()}); the agent must answer with the latest version it supports"
+            )
+        version = result_dict(response).get("protocolVersion")
+        if version == 65535:
+            ctx.fail(
+                "the agent echoed the unsupported protocol version 65535; it must answer with the "
+                "latest version it supports (1 for an ACP v1 agent)"
+            )
+        if not isinstance(version, int) or isinstance(version, bool) or not 0 < version < 65535:
+            ctx.fail(f"protocol version 65535 was answered with protocolVersion {version!r}")
+
+
+@check("ACP-INIT-004")
+async def agent_names_itself(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        init = await ctx.ready(wire)
+        info = init.get("agentInfo")
+        if not isinstance(info, dict):
+            ctx.fail("the initialize result has no agentInfo")
+        info = cast(dict[str, Any], info)
+        missing = [key for key in ("name", "version") if not isinstance(info.get(key), str) or not info[key]]
+        if missing:
+            ctx.fail(f"agentInfo lacks {', '.join(missing)}: {info}")
+        ctx.note(f"agent {info['name']} {info['version']}")
+
+
+@check("ACP-AUTH-001")
+async def auth_method_ids_are_unique(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        init = await ctx.ready(wire)
+        methods = init.get("authMethods") or []
+        ids = [m.get("id") for m in cast(list[dict[str, Any]], methods) if isinstance(m, dict)]
+        duplicates = sorted({str(i) for i in ids if ids.count(i) > 1})
+        if duplicates:
+            ctx.fail(f"authMethods repeat the id(s) {', '.join(duplicates)}")
+        ctx.note(f"auth methods: {', '.join(map(str, ids)) or 'none'}")
+
+
+@check("ACP-AUTH-002")
+async def authenticate_then_session(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        await ctx.ready(wire)  # authenticates with --auth-method
+        await ctx.new_session(wire)
+
+
+@check("ACP-SESSION-001")
+async def session_new_gives_an_id(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        await ctx.ready(wire)
+        await ctx.new_session(wire)
+
+
+@check("ACP-SESSION-002")
+async def session_ids_are_unique(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        await ctx.ready(wire)
+        first = await ctx.new_session(wire)
+        second = await ctx.new_session(wire)
+        if first == second:
+            ctx.fail(f"two session/new calls both returned the session id {first!r}")
+
+
+def _mcp_server(marker: str) -> dict[str, Any]:
+    return {
+        "name": "conformance-probe",
+        "command": sys.executable,
+        "args": ["-m", "subagents.conformance.mcp_probe", marker],
+        "env": [],
+    }
+
+
+@check("ACP-MCP-001")
+async def stdio_mcp_servers_are_accepted(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        await ctx.ready(wire)
+        marker = wire.cwd / "mcp-probe.log"
+        response = await ctx.call(
+            wire, "session/new", wire.new_session_params(mcpServers=[_mcp_server(str(marker))])
+        )
+        if not response.ok:
+            ctx.fail(f"session/new with a stdio MCP server failed: {response.describe()}")
+
+
+@check("ACP-MCP-002")
+async def stdio_mcp_servers_are_connected(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        await ctx.ready(wire)
+        marker = wire.cwd / "mcp-probe.log"
+        session_id = await ctx.new_session(wire, mcpServers=[_mcp_server(str(marker))])
+        with anyio.move_on_after(ctx.options.timeout):
+            while not marker.exists():
+                await anyio.sleep(0.05)
+            return
+        # Some agents connect lazily, at the first prompt.
+        await ctx.prompt(wire, session_id)
+        with anyio.move_on_after(ctx.options.timeout):
+            while not marker.exists():
+                await anyio.sleep(0.05)
+            return
+        ctx.fail("the stdio MCP server given in session/new was never sent an MCP initialize")
+
+
+@check("ACP-SHUTDOWN-001")
+async def exits_on_stdin_eof(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        await ctx.ready(wire)
+        await ctx.new_session(wire)
+        await wire.close_stdin()
+        started = time.monotonic()
+        exit_ = await wire.wait_exit(5.0)
+        if exit_ is None:
+            ctx.fail("the agent was still running 5 s after its stdin was closed")
+        ctx.note(f"exited {time.monotonic() - started:.2f} s after stdin EOF ({exit_.describe()})")
+
+
+def _group_members(pgid: int) -> list[int]:
+    members: list[int] = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:  # pragma: no cover - not Linux
+        return members
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        # fields[0] is the state, fields[2] the process group.
+        if int(fields[2]) == pgid and fields[0] != b"Z":
+            members.append(int(entry))
+    return members
+
+
+@check("ACP-SHUTDOWN-002")
+async def leaves_no_process_behind(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        await basic_exchange(ctx, wire)
+        await wire.close_stdin()
+        if await wire.wait_exit(5.0) is None:
+            ctx.skip("the agent did not exit on stdin EOF (see ACP-SHUTDOWN-001)")
+        pgid = wire.process.pid
+        with anyio.move_on_after(1.0):
+            while _group_members(pgid):
+                await anyio.sleep(0.05)
+        left = _group_members(pgid)
+        if left:
+            ctx.fail(f"after the agent exited, process(es) {left} of its group were still running")
+
+
+@check("ACP-TIMING-001")
+async def answers_within_the_timeouts(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        started = time.monotonic()
+        await ctx.ready(wire)
+        initialized = time.monotonic()
+        session_id = await ctx.new_session(wire)
+        created = time.monotonic()
+        await ctx.prompt(wire, session_id)
+        answered = time.monotonic()
+        ctx.note(
+            f"initialize {initialized - started:.3f} s, session/new {created - initialized:.3f} s, "
+            f"prompt {answered - created:.3f} s"
+        )
+
+
+@check("ACP-STDERR-001")
+async def stderr_volume(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        await basic_exchange(ctx, wire)
+        ctx.note(f"{wire.process.stderr_bytes} bytes on stderr during a basic exchange")

@@ -1,0 +1,311 @@
+"""Advertised session capabilities: load, resume, list, delete, close, modes, config options.
+
+The capability gates live in the registry; a check here runs only when its gate is open, so
+each one exercises what the agent claims ("no false advertising").
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, cast
+
+from ..framework import CheckContext, check
+from ..wire import AgentWire, Response
+from ._common import HISTORY_UPDATES, index_of, update_kind, updates_between
+
+
+async def _session_with_history(ctx: CheckContext, wire: AgentWire) -> str:
+    await ctx.ready(wire)
+    session_id = await ctx.new_session(wire)
+    ctx.stop_reason(await ctx.prompt(wire, session_id))
+    await wire.quiet(ctx.options.quiet_period)
+    return session_id
+
+
+def _texts(updates: list[dict[str, Any]], kind: str) -> str:
+    parts: list[str] = []
+    for params in updates:
+        update = cast(dict[str, Any], params.get("update"))
+        if update.get("sessionUpdate") == kind:
+            content = update.get("content")
+            if isinstance(content, dict) and isinstance(content.get("text"), str):
+                parts.append(cast(dict[str, str], content)["text"])
+    return "".join(parts)
+
+
+async def _load(ctx: CheckContext, wire: AgentWire, session_id: str) -> tuple[Response, int]:
+    start = len(wire.lines)
+    response = await ctx.call(
+        wire, "session/load", {"sessionId": session_id, "cwd": str(wire.cwd), "mcpServers": []}
+    )
+    return response, start
+
+
+@check("ACP-LOAD-001")
+async def load_succeeds(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        session_id = await _session_with_history(ctx, wire)
+        response, _ = await _load(ctx, wire, session_id)
+        if not response.ok:
+            ctx.fail(f"session/load of session {session_id!r} failed: {response.describe()}")
+        ctx.stop_reason(await ctx.prompt(wire, session_id))
+
+
+@check("ACP-LOAD-002")
+async def load_replays_before_answering(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        session_id = await _session_with_history(ctx, wire)
+        response, start = await _load(ctx, wire, session_id)
+        if not response.ok:
+            ctx.fail(f"session/load failed: {response.describe()}")
+        await wire.quiet(ctx.options.quiet_period)
+        answer_at = index_of(wire, response.line)
+        before = updates_between(wire, start, answer_at, session_id)
+        after = [
+            u for u in updates_between(wire, answer_at + 1, None, session_id) if update_kind(u) in HISTORY_UPDATES
+        ]
+        if after:
+            ctx.fail(
+                f"{len(after)} history update(s) ({update_kind(after[0])}, ...) arrived after the "
+                "session/load response: the whole replay must come before it"
+            )
+        if ctx.options.prompt not in _texts(before, "user_message_chunk"):
+            kinds = sorted({str(update_kind(u)) for u in before}) or ["none"]
+            ctx.fail(
+                "session/load did not replay the user's earlier prompt as user_message_chunk "
+                f"before answering (replayed update kinds: {', '.join(kinds)})"
+            )
+
+
+@check("ACP-LOAD-003")
+async def load_of_unknown_session_fails(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        await ctx.ready(wire)
+        response = await ctx.call(
+            wire,
+            "session/load",
+            {"sessionId": "conformance-no-such-session", "cwd": str(wire.cwd), "mcpServers": []},
+        )
+        if response.ok:
+            ctx.fail("session/load of a session id that never existed succeeded")
+        ctx.note(f"unknown session: {response.describe()}")
+
+
+@check("ACP-RESUME-001")
+async def resume_succeeds(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        session_id = await _session_with_history(ctx, wire)
+        response = await ctx.call(
+            wire, "session/resume", {"sessionId": session_id, "cwd": str(wire.cwd), "mcpServers": []}
+        )
+        if not response.ok:
+            ctx.fail(f"session/resume failed: {response.describe()}")
+        ctx.stop_reason(await ctx.prompt(wire, session_id))
+
+
+@check("ACP-RESUME-002")
+async def resume_does_not_replay(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        session_id = await _session_with_history(ctx, wire)
+        start = len(wire.lines)
+        response = await ctx.call(
+            wire, "session/resume", {"sessionId": session_id, "cwd": str(wire.cwd), "mcpServers": []}
+        )
+        if not response.ok:
+            ctx.fail(f"session/resume failed: {response.describe()}")
+        replayed = [
+            u
+            for u in updates_between(wire, start, index_of(wire, response.line), session_id)
+            if update_kind(u) in HISTORY_UPDATES
+        ]
+        if replayed:
+            ctx.fail(
+                f"session/resume replayed {len(replayed)} history update(s) "
+                f"({update_kind(replayed[0])}, ...) before responding"
+            )
+
+
+def _listed(response: Response) -> list[str]:
+    sessions = cast(dict[str, Any], response.result).get("sessions") if isinstance(response.result, dict) else None
+    if not isinstance(sessions, list):
+        return []
+    return [
+        str(cast(dict[str, Any], s).get("sessionId")) for s in cast(list[Any], sessions) if isinstance(s, dict)
+    ]
+
+
+@check("ACP-LIST-001")
+async def list_includes_a_new_session(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        session_id = await _session_with_history(ctx, wire)
+        response = await ctx.call(wire, "session/list", {"cwd": str(wire.cwd)})
+        if not response.ok:
+            ctx.fail(f"session/list failed: {response.describe()}")
+        if not isinstance(cast(dict[str, Any], response.result).get("sessions"), list):
+            ctx.fail(f"session/list has no sessions array: {response.describe()}")
+        if session_id not in _listed(response):
+            ctx.fail(f"session/list (cwd {wire.cwd}) does not include the session {session_id!r} just made")
+
+
+@check("ACP-LIST-002")
+async def list_of_nothing_is_empty(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        await _session_with_history(ctx, wire)
+        unused = wire.cwd / "no-session-here"
+        unused.mkdir()
+        response = await ctx.call(wire, "session/list", {"cwd": str(unused)})
+        if not response.ok:
+            ctx.fail(f"session/list failed: {response.describe()}")
+        sessions = cast(dict[str, Any], response.result).get("sessions") if isinstance(response.result, dict) else None
+        if sessions != []:
+            ctx.fail(f"session/list for a cwd no session uses returned {json.dumps(sessions)[:300]}, not []")
+
+
+@check("ACP-LIST-003")
+async def list_rejects_an_invalid_cursor(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        await ctx.ready(wire)
+        response = await ctx.call(wire, "session/list", {"cursor": "conformance-invalid-cursor"})
+        if response.ok:
+            ctx.fail("session/list accepted an invalid cursor")
+
+
+@check("ACP-DELETE-001")
+async def delete_removes_a_session(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        session_id = await _session_with_history(ctx, wire)
+        response = await ctx.call(wire, "session/delete", {"sessionId": session_id})
+        if not response.ok:
+            ctx.fail(f"session/delete failed: {response.describe()}")
+        if ctx.probe.gate_open("agentCapabilities.sessionCapabilities.list", ctx.options):
+            listed = await ctx.call(wire, "session/list", {"cwd": str(wire.cwd)})
+            if session_id in _listed(listed):
+                ctx.fail(f"session {session_id!r} is still listed after session/delete")
+
+
+@check("ACP-DELETE-002")
+async def delete_of_unknown_session_is_silent(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        await ctx.ready(wire)
+        response = await ctx.call(wire, "session/delete", {"sessionId": "conformance-no-such-session"})
+        if not response.ok:
+            ctx.fail(f"deleting a session that never existed failed: {response.describe()}")
+
+
+@check("ACP-CLOSE-001")
+async def close_of_idle_session_succeeds(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        session_id = await _session_with_history(ctx, wire)
+        response = await ctx.call(wire, "session/close", {"sessionId": session_id})
+        if not response.ok:
+            ctx.fail(f"session/close failed: {response.describe()}")
+
+
+# -- modes and configuration options --------------------------------------------------------
+
+
+async def _new_session_result(ctx: CheckContext, wire: AgentWire) -> tuple[str, dict[str, Any]]:
+    await ctx.ready(wire)
+    response = await ctx.call(wire, "session/new", wire.new_session_params())
+    if not response.ok or not isinstance(response.result, dict):
+        ctx.fail(f"session/new failed: {response.describe()}")
+    result = cast(dict[str, Any], response.result)
+    return str(result.get("sessionId")), result
+
+
+def _mode_ids(result: dict[str, Any]) -> list[str]:
+    modes = result.get("modes")
+    available = cast(dict[str, Any], modes).get("availableModes") if isinstance(modes, dict) else None
+    return [str(cast(dict[str, Any], m).get("id")) for m in cast(list[Any], available or []) if isinstance(m, dict)]
+
+
+@check("ACP-MODES-001")
+async def current_mode_is_available(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        _, result = await _new_session_result(ctx, wire)
+        if not result.get("modes"):
+            ctx.skip("this session/new result has no modes (the probe's had)")
+        current = cast(dict[str, Any], result["modes"]).get("currentModeId")
+        if current not in _mode_ids(result):
+            ctx.fail(f"currentModeId {current!r} is not one of the available modes {_mode_ids(result)}")
+
+
+@check("ACP-MODES-002")
+async def set_mode_succeeds(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        session_id, result = await _new_session_result(ctx, wire)
+        ids = _mode_ids(result)
+        if not ids:
+            ctx.skip("this session/new result lists no modes (the probe's did)")
+        current = cast(dict[str, Any], result["modes"]).get("currentModeId")
+        target = next((m for m in ids if m != current), ids[0])
+        response = await ctx.call(wire, "session/set_mode", {"sessionId": session_id, "modeId": target})
+        if not response.ok:
+            ctx.fail(f"session/set_mode to the available mode {target!r} failed: {response.describe()}")
+
+
+def _option_values(option: dict[str, Any]) -> list[Any]:
+    values: list[Any] = []
+    for item in cast(list[Any], option.get("options") or []):
+        if not isinstance(item, dict):
+            continue
+        item = cast(dict[str, Any], item)
+        if "value" in item:
+            values.append(item["value"])
+        for inner in cast(list[Any], item.get("options") or []):  # a group of options
+            if isinstance(inner, dict) and "value" in inner:
+                values.append(cast(dict[str, Any], inner)["value"])
+    return values
+
+
+def _options(result: dict[str, Any]) -> list[dict[str, Any]]:
+    return [cast(dict[str, Any], o) for o in cast(list[Any], result.get("configOptions") or []) if isinstance(o, dict)]
+
+
+@check("ACP-CONFIG-001")
+async def config_options_have_defaults(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        _, result = await _new_session_result(ctx, wire)
+        for option in _options(result):
+            if option.get("currentValue") is None:
+                ctx.fail(f"config option {option.get('id')!r} has no current (default) value")
+            if option.get("type") == "select" and option["currentValue"] not in _option_values(option):
+                ctx.fail(
+                    f"config option {option.get('id')!r} has current value {option['currentValue']!r}, "
+                    "not one of its options"
+                )
+
+
+@check("ACP-CONFIG-002")
+async def set_config_option_answers_the_full_list(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        session_id, result = await _new_session_result(ctx, wire)
+        options = _options(result)
+        select = next((o for o in options if o.get("type") == "select" and _option_values(o)), None)
+        if select is None:
+            ctx.skip("no select config option to set")
+        values = _option_values(select)
+        target = next((v for v in values if v != select.get("currentValue")), values[0])
+        response = await ctx.call(
+            wire,
+            "session/set_config_option",
+            {"sessionId": session_id, "configId": select["id"], "value": target},
+        )
+        if not response.ok:
+            ctx.fail(f"session/set_config_option {select['id']}={target!r} failed: {response.describe()}")
+        answered = {o.get("id") for o in _options(cast(dict[str, Any], response.result))}
+        missing = sorted(str(o.get("id")) for o in options if o.get("id") not in answered)
+        if missing:
+            ctx.fail(f"session/set_config_option left out option(s) {', '.join(missing)}: it must answer the complete list")
+
+
+@check("ACP-CONFIG-003")
+async def no_boolean_options_unless_advertised(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        _, result = await _new_session_result(ctx, wire)
+        booleans = [str(o.get("id")) for o in _options(result) if o.get("type") == "boolean"]
+        if booleans:
+            ctx.fail(
+                f"config option(s) {', '.join(booleans)} have type boolean, which the client did not "
+                "advertise support for"
+            )

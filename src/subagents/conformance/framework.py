@@ -1,0 +1,246 @@
+"""What a check is: a coroutine bound to one requirement, run against fresh agent processes.
+
+A check receives a :class:`CheckContext`. It opens as many agent processes as it needs with
+:meth:`CheckContext.agent` (each a fresh process in a private directory, recorded for the
+report), uses the helpers for the common steps, and ends in one of:
+
+* returning normally: the requirement holds (``pass``; ``info`` for informational ones, with
+  what was observed in :meth:`CheckContext.note`);
+* :meth:`CheckContext.fail` (``fail``), :meth:`CheckContext.skip` (``skip``: the behaviour
+  could not be exercised, say a turn that ended before the cancel could act), or
+  :class:`BlockedByAuth` (``blocked``: the agent wants authentication the run did not give).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NoReturn, cast
+
+from .requirements import REQUIREMENTS, Requirement
+from .wire import AgentWire, ClientSide, Response, WireTimeout, open_wire
+
+__all__ = (
+    "CHECKS",
+    "BlockedByAuth",
+    "CheckContext",
+    "CheckFailed",
+    "CheckSkipped",
+    "Options",
+    "Probe",
+    "check",
+)
+
+STOP_REASONS = frozenset({"end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"})
+AUTH_REQUIRED = -32000
+
+
+class CheckFailed(Exception):
+    """The requirement does not hold; the message says how."""
+
+
+class CheckSkipped(Exception):
+    """The requirement could not be exercised this time; the message says why."""
+
+
+class BlockedByAuth(Exception):
+    """The agent asks for authentication before it creates a session."""
+
+
+@dataclass
+class Options:
+    """How to run the agent under test, and the suite's bounds."""
+
+    command: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict[str, str])
+    workdir: Path = Path("/tmp")
+    """Where each check's private directory is made (absolute)."""
+    timeout: float = 15.0
+    """Bound on each answer the suite waits for."""
+    startup_timeout: float = 30.0
+    """Bound on the answer to ``initialize`` (includes process start)."""
+    check_timeout: float = 60.0
+    """Bound on one whole check."""
+    auth_method: str | None = None
+    prompt: str = "Hello"
+    """The text of an ordinary prompt."""
+    cancel_prompt: str = "slow"
+    """A prompt the agent works on long enough to be cancelled."""
+    quiet_period: float = 0.5
+    """How long "nothing arrives" is watched for."""
+
+
+@dataclass
+class Probe:
+    """What one initial connection learned about the agent (drives the capability gates)."""
+
+    init: dict[str, Any] | None = None
+    session: dict[str, Any] | None = None
+    auth_required: bool = False
+    error: str | None = None
+
+    def value(self, path: str) -> Any:
+        """A value of the initialize result by dotted path (``None`` if absent)."""
+        node: Any = self.init
+        for part in path.split("."):
+            if not isinstance(node, dict):
+                return None
+            node = cast(dict[str, Any], node).get(part)
+        return node
+
+    def gate_open(self, gate: str, options: Options) -> bool:
+        if gate == "--auth-method":
+            return options.auth_method is not None
+        if gate.startswith("session/new result: "):
+            key = gate.removeprefix("session/new result: ")
+            return bool(self.session and self.session.get(key))
+        value = self.value(gate)
+        return value is not None and value is not False
+
+
+_dirs = itertools.count(1)
+
+
+class CheckContext:
+    """Everything a check needs; see the module docstring."""
+
+    def __init__(self, requirement: Requirement, options: Options, probe: Probe) -> None:
+        self.requirement = requirement
+        self.options = options
+        self.probe = probe
+        self.wires: list[AgentWire] = []
+        self.notes: list[str] = []
+
+    # -- outcomes --------------------------------------------------------------------------
+
+    def fail(self, message: str) -> NoReturn:
+        raise CheckFailed(message)
+
+    def skip(self, message: str) -> NoReturn:
+        raise CheckSkipped(message)
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+    # -- agents ----------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def agent(self, client: ClientSide | None = None) -> AsyncGenerator[AgentWire, None]:
+        """A fresh agent process, in a private directory, recorded for the report."""
+        directory = self.options.workdir / f"{self.requirement.id.lower()}-{next(_dirs)}"
+        async with open_wire(
+            self.options.command,
+            cwd=directory,
+            env=self.options.env,
+            client=client,
+            timeout=self.options.timeout,
+        ) as wire:
+            self.wires.append(wire)
+            yield wire
+
+    async def call(self, wire: AgentWire, method: str, params: Any = None, **kw: Any) -> Response:
+        """A request whose lack of an answer fails the check (with the cause)."""
+        try:
+            return await wire.request(method, params, **kw)
+        except WireTimeout as exc:
+            self.fail(str(exc))
+
+    async def ready(self, wire: AgentWire, protocol_version: int = 1) -> dict[str, Any]:
+        """``initialize`` (and ``authenticate`` when configured); the initialize result."""
+        response = await self.call(
+            wire, "initialize", _init_params(wire, protocol_version),
+            timeout=self.options.startup_timeout,
+        )
+        if not response.ok or not isinstance(response.result, dict):
+            self.fail(f"initialize failed: {response.describe()}")
+        if self.options.auth_method is not None:
+            auth = await self.call(wire, "authenticate", {"methodId": self.options.auth_method})
+            if not auth.ok:
+                self.fail(f"authenticate {self.options.auth_method!r} failed: {auth.describe()}")
+        return cast(dict[str, Any], response.result)
+
+    async def new_session(self, wire: AgentWire, **overrides: Any) -> str:
+        """``session/new`` in the check's directory; the session id."""
+        response = await self.call(wire, "session/new", wire.new_session_params(**overrides))
+        if response.error_code == AUTH_REQUIRED and self.options.auth_method is None:
+            raise BlockedByAuth(f"session/new: {response.describe()}")
+        if not response.ok or not isinstance(response.result, dict):
+            self.fail(f"session/new failed: {response.describe()}")
+        session_id = cast(dict[str, Any], response.result).get("sessionId")
+        if not isinstance(session_id, str) or not session_id:
+            self.fail(f"session/new returned no sessionId: {response.describe()}")
+        return session_id
+
+    async def prompt(
+        self,
+        wire: AgentWire,
+        session_id: str,
+        prompt: str | Sequence[dict[str, Any]] | None = None,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> Response:
+        """One prompt turn, answered (any answer); the response."""
+        blocks = _blocks(self.options.prompt if prompt is None else prompt)
+        params: dict[str, Any] = {"sessionId": session_id, "prompt": blocks}
+        if meta is not None:
+            params["_meta"] = meta
+        return await self.call(wire, "session/prompt", params)
+
+    def stop_reason(self, response: Response) -> str:
+        """The stop reason of a successful prompt response (fails the check otherwise)."""
+        if not response.ok:
+            self.fail(f"session/prompt was answered with an error: {response.describe()}")
+        result = response.result
+        reason = cast(dict[str, Any], result).get("stopReason") if isinstance(result, dict) else None
+        if reason not in STOP_REASONS:
+            self.fail(f"session/prompt result has no valid stopReason: {json.dumps(result)[:300]}")
+        return cast(str, reason)
+
+
+def _init_params(wire: AgentWire, protocol_version: int) -> dict[str, Any]:
+    return {
+        "protocolVersion": protocol_version,
+        "clientCapabilities": wire.client.capabilities(),
+        "clientInfo": {"name": "subagents-conformance", "version": "1"},
+    }
+
+
+def _blocks(prompt: str | Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    if isinstance(prompt, str):
+        return [{"type": "text", "text": prompt}]
+    return list(prompt)
+
+
+@asynccontextmanager
+async def ready_session(
+    ctx: CheckContext, client: ClientSide | None = None
+) -> AsyncGenerator[tuple[AgentWire, str], None]:
+    """A fresh agent, initialized, with one session: ``(wire, session_id)``."""
+    async with ctx.agent(client) as wire:
+        await ctx.ready(wire)
+        session_id = await ctx.new_session(wire)
+        yield wire, session_id
+
+
+CheckFunction = Callable[[CheckContext], Awaitable[None]]
+CHECKS: dict[str, CheckFunction] = {}
+"""Requirement id -> the check that implements it."""
+
+
+def check(requirement_id: str) -> Callable[[CheckFunction], CheckFunction]:
+    """Register the decorated coroutine as the check of ``requirement_id``."""
+    if requirement_id not in REQUIREMENTS:
+        raise KeyError(f"no requirement {requirement_id!r} in the registry")
+
+    def register(function: CheckFunction) -> CheckFunction:
+        if requirement_id in CHECKS:
+            raise ValueError(f"two checks for {requirement_id}")
+        CHECKS[requirement_id] = function
+        function.requirement_id = requirement_id  # type: ignore[attr-defined]
+        return function
+
+    return register

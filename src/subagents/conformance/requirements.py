@@ -1,0 +1,601 @@
+"""The requirement registry: what the conformance suite checks, and where the spec says so.
+
+Every requirement has a stable id ``ACP-<AREA>-<NNN>`` (the official acp-tck's id where the
+semantics are the same), a tier, a capability gate (for the capability tier), the requirement
+text and a citation: a page of the ACP v1 docs at the vendored commit, and where one exists a
+JSON pointer into the vendored ``schema.json``. Exactly one check implements each requirement
+(:mod:`subagents.conformance.checks`); meta-tests keep the two in step.
+
+Tiers
+-----
+``mandatory``
+    A MUST of the spec that every agent has to meet. A failure makes the agent non-conformant.
+``capability``
+    A MUST that applies once the agent advertises a capability (its gate). Not applicable
+    otherwise; a failure when it applies makes the agent non-conformant.
+``advisory``
+    A SHOULD, or a MUST the suite can only approximate. A failure is a warning.
+``informational``
+    Behaviour the spec leaves open; recorded, never judged.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+from typing import Final
+
+__all__ = (
+    "REQUIREMENTS",
+    "SPEC_COMMIT",
+    "Requirement",
+    "Tier",
+    "requirement",
+)
+
+SPEC_COMMIT: Final = "b7f0005493b98de32fabee3e9540e2b64da68535"
+"""The agent-client-protocol commit the vendored schema and every citation refer to."""
+
+_ID = re.compile(r"^ACP-[A-Z]+(?:-[A-Z]+)?-\d{3}$")
+
+
+class Tier(enum.Enum):
+    MANDATORY = "mandatory"
+    CAPABILITY = "capability"
+    ADVISORY = "advisory"
+    INFORMATIONAL = "informational"
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One requirement of the suite."""
+
+    id: str
+    tier: Tier
+    text: str
+    doc: str
+    """The spec page (``docs/protocol/v1/<page>.mdx``, optionally ``#section``)."""
+    schema: str | None = None
+    """A JSON pointer into the vendored ``schema.json`` (``#/$defs/...``), when one applies."""
+    gate: str | None = None
+    """What the agent must advertise for the requirement to apply (capability tier; optional
+    for the advisory tier)."""
+
+    def __post_init__(self) -> None:
+        if not _ID.match(self.id):
+            raise ValueError(f"bad requirement id {self.id!r}")
+        if self.tier is Tier.CAPABILITY and self.gate is None:
+            raise ValueError(f"{self.id}: a capability requirement needs a gate")
+        if self.tier in (Tier.MANDATORY, Tier.INFORMATIONAL) and self.gate is not None:
+            raise ValueError(f"{self.id}: only capability and advisory requirements have gates")
+
+    @property
+    def area(self) -> str:
+        return self.id.rsplit("-", 1)[0].removeprefix("ACP-")
+
+    @property
+    def citation(self) -> str:
+        page = f"docs/protocol/v1/{self.doc}"
+        schema = f"; schema/v1/schema.json{self.schema}" if self.schema else ""
+        return f"{page}{schema} @ agent-client-protocol {SPEC_COMMIT[:12]}"
+
+
+M, C, A, I = Tier.MANDATORY, Tier.CAPABILITY, Tier.ADVISORY, Tier.INFORMATIONAL
+
+_ALL: tuple[Requirement, ...] = (
+    # -- transport ------------------------------------------------------------------------
+    Requirement(
+        "ACP-TRANSPORT-001",
+        M,
+        "Every line the agent writes to stdout is one valid JSON-RPC 2.0 message: the agent "
+        "writes nothing to stdout that is not an ACP message.",
+        "transports.mdx#stdio",
+    ),
+    Requirement(
+        "ACP-TRANSPORT-002",
+        M,
+        "The agent's stdout is valid UTF-8.",
+        "transports.mdx#stdio",
+    ),
+    Requirement(
+        "ACP-TRANSPORT-003",
+        M,
+        "Messages are delimited by newlines and contain no embedded newline (a message is "
+        "never spread over several lines).",
+        "transports.mdx#stdio",
+    ),
+    # -- JSON-RPC -------------------------------------------------------------------------
+    Requirement(
+        "ACP-JSONRPC-001",
+        M,
+        "A response's id echoes the request's id exactly, for integer and string ids.",
+        "overview.mdx",
+        "#/$defs/RequestId",
+    ),
+    Requirement(
+        "ACP-JSONRPC-002",
+        M,
+        'A response carries exactly one of "result" and "error"; an error has an integer '
+        '"code" and a string "message".',
+        "overview.mdx",
+        "#/$defs/Error",
+    ),
+    Requirement(
+        "ACP-JSONRPC-003",
+        M,
+        "Notifications never receive a response, success or error (session/cancel, an "
+        "unknown _-prefixed notification).",
+        "overview.mdx",
+    ),
+    Requirement(
+        "ACP-JSONRPC-004",
+        A,
+        "An unknown method is answered with error -32601 (method not found).",
+        "extensibility.mdx#custom-requests",
+        "#/$defs/ErrorCode",
+    ),
+    Requirement(
+        "ACP-JSONRPC-005",
+        A,
+        "After an erroneous request the connection stays usable: the next request succeeds.",
+        "overview.mdx",
+    ),
+    # -- initialization -------------------------------------------------------------------
+    Requirement(
+        "ACP-INIT-001",
+        M,
+        "initialize succeeds; the result validates against the schema and carries an integer "
+        "protocolVersion and the agent's capabilities.",
+        "initialization.mdx",
+        "#/$defs/InitializeResponse",
+    ),
+    Requirement(
+        "ACP-INIT-002",
+        M,
+        "When the client requests protocol version 1, the agent responds with 1.",
+        "initialization.mdx#protocol-version",
+    ),
+    Requirement(
+        "ACP-INIT-003",
+        M,
+        "When the client requests a version the agent does not support (65535), the agent "
+        "responds successfully with the latest version it supports, not the requested one.",
+        "initialization.mdx#protocol-version",
+    ),
+    Requirement(
+        "ACP-INIT-004",
+        A,
+        "The initialize result names the agent: agentInfo with name and version.",
+        "initialization.mdx#implementation-information",
+        "#/$defs/Implementation",
+    ),
+    # -- schema ---------------------------------------------------------------------------
+    Requirement(
+        "ACP-SCHEMA-001",
+        M,
+        "Every message the agent sends in a basic exchange (initialize, session/new, a prompt "
+        "turn with its updates) validates against the vendored v1 schema.",
+        "overview.mdx",
+        "#/$defs/AgentResponse",
+    ),
+    Requirement(
+        "ACP-SCHEMA-002",
+        A,
+        "The agent's params and results carry no fields the schema does not define, outside "
+        "_meta (a leniency-only defect: clients that are strict reject them).",
+        "extensibility.mdx#the-_meta-field",
+    ),
+    # -- sessions -------------------------------------------------------------------------
+    Requirement(
+        "ACP-SESSION-001",
+        M,
+        "session/new with an absolute cwd and no MCP servers succeeds with a non-empty "
+        "sessionId.",
+        "session-setup.mdx#creating-a-session",
+        "#/$defs/NewSessionResponse",
+    ),
+    Requirement(
+        "ACP-SESSION-002",
+        M,
+        "Two session/new calls on one connection return different session ids.",
+        "session-setup.mdx#creating-a-session",
+    ),
+    Requirement(
+        "ACP-PATHS-001",
+        M,
+        "Every file path the agent sends (fs/* paths, tool call locations, diffs, terminal "
+        "cwd) is absolute.",
+        "overview.mdx#argument-requirements",
+    ),
+    Requirement(
+        "ACP-MCP-001",
+        M,
+        "All agents support MCP servers over stdio: session/new with a stdio MCP server "
+        "succeeds.",
+        "session-setup.mdx#mcp-servers",
+        "#/$defs/McpServerStdio",
+    ),
+    Requirement(
+        "ACP-MCP-002",
+        A,
+        "The agent connects to the MCP servers the client gives it: the stdio server is "
+        "started and sent an MCP initialize.",
+        "session-setup.mdx#mcp-servers",
+    ),
+    Requirement(
+        "ACP-LOAD-001",
+        C,
+        "session/load of a session created on the same connection succeeds.",
+        "session-setup.mdx#loading-sessions",
+        "#/$defs/LoadSessionResponse",
+        gate="agentCapabilities.loadSession",
+    ),
+    Requirement(
+        "ACP-LOAD-002",
+        C,
+        "session/load replays the whole conversation as session/update notifications, all "
+        "before the response.",
+        "session-setup.mdx#loading-sessions",
+        gate="agentCapabilities.loadSession",
+    ),
+    Requirement(
+        "ACP-LOAD-003",
+        A,
+        "session/load of a session id that never existed is an error, not a success.",
+        "session-setup.mdx#loading-sessions",
+        gate="agentCapabilities.loadSession",
+    ),
+    Requirement(
+        "ACP-RESUME-001",
+        C,
+        "session/resume of a session created on the same connection succeeds, and the session "
+        "takes a prompt afterwards.",
+        "session-setup.mdx#resuming-sessions",
+        "#/$defs/ResumeSessionResponse",
+        gate="agentCapabilities.sessionCapabilities.resume",
+    ),
+    Requirement(
+        "ACP-RESUME-002",
+        C,
+        "session/resume does not replay the conversation: no session/update for the session "
+        "arrives before its response.",
+        "session-setup.mdx#resuming-sessions",
+        gate="agentCapabilities.sessionCapabilities.resume",
+    ),
+    Requirement(
+        "ACP-LIST-001",
+        C,
+        "session/list returns a sessions array that includes a session just created (filtered "
+        "by its cwd).",
+        "session-list.mdx",
+        "#/$defs/ListSessionsResponse",
+        gate="agentCapabilities.sessionCapabilities.list",
+    ),
+    Requirement(
+        "ACP-LIST-002",
+        C,
+        "session/list returns an empty sessions array when no session matches (a cwd no "
+        "session uses).",
+        "session-list.mdx",
+        gate="agentCapabilities.sessionCapabilities.list",
+    ),
+    Requirement(
+        "ACP-LIST-003",
+        A,
+        "session/list with an invalid cursor is an error.",
+        "session-list.mdx#pagination",
+        gate="agentCapabilities.sessionCapabilities.list",
+    ),
+    Requirement(
+        "ACP-DELETE-001",
+        C,
+        "session/delete of an existing session succeeds (and it is no longer listed, when the "
+        "agent lists sessions).",
+        "session-delete.mdx",
+        "#/$defs/DeleteSessionResponse",
+        gate="agentCapabilities.sessionCapabilities.delete",
+    ),
+    Requirement(
+        "ACP-DELETE-002",
+        A,
+        "Deleting a session that never existed succeeds silently.",
+        "session-delete.mdx",
+        gate="agentCapabilities.sessionCapabilities.delete",
+    ),
+    Requirement(
+        "ACP-CLOSE-001",
+        C,
+        "session/close of an idle session succeeds.",
+        "session-setup.mdx#closing-sessions",
+        "#/$defs/CloseSessionResponse",
+        gate="agentCapabilities.sessionCapabilities.close",
+    ),
+    Requirement(
+        "ACP-CLOSE-002",
+        C,
+        "session/close during a running prompt cancels it as session/cancel would: the prompt "
+        'is answered with stopReason "cancelled".',
+        "session-setup.mdx#closing-sessions",
+        gate="agentCapabilities.sessionCapabilities.close",
+    ),
+    # -- prompt turn ----------------------------------------------------------------------
+    Requirement(
+        "ACP-PROMPT-001",
+        M,
+        "A text-only session/prompt is answered with a result whose stopReason is one of the "
+        "defined StopReason values.",
+        "prompt-turn.mdx#4-check-for-completion",
+        "#/$defs/StopReason",
+    ),
+    Requirement(
+        "ACP-PROMPT-002",
+        M,
+        "Every session/update sent during a prompt turn carries the prompted session's id.",
+        "prompt-turn.mdx#3-agent-reports-output",
+        "#/$defs/SessionNotification",
+    ),
+    Requirement(
+        "ACP-PROMPT-003",
+        A,
+        "A prompt with a resource_link content block alongside text is accepted (the docs "
+        "disagree on whether this is a MUST).",
+        "initialization.mdx#prompt-capabilities",
+        "#/$defs/ResourceLink",
+    ),
+    Requirement(
+        "ACP-PROMPT-004",
+        A,
+        "A prompt of 1 MiB of text is answered (with any stop reason or an error), and the "
+        "agent keeps working.",
+        "prompt-turn.mdx",
+    ),
+    Requirement(
+        "ACP-PROMPTCAP-001",
+        C,
+        "With promptCapabilities.image, a prompt with an image block is accepted.",
+        "content.mdx#image-content",
+        "#/$defs/ImageContent",
+        gate="agentCapabilities.promptCapabilities.image",
+    ),
+    Requirement(
+        "ACP-PROMPTCAP-002",
+        C,
+        "With promptCapabilities.audio, a prompt with an audio block is accepted.",
+        "content.mdx#audio-content",
+        "#/$defs/AudioContent",
+        gate="agentCapabilities.promptCapabilities.audio",
+    ),
+    Requirement(
+        "ACP-PROMPTCAP-003",
+        C,
+        "With promptCapabilities.embeddedContext, a prompt with an embedded resource is "
+        "accepted.",
+        "content.mdx#embedded-resource",
+        "#/$defs/EmbeddedResource",
+        gate="agentCapabilities.promptCapabilities.embeddedContext",
+    ),
+    Requirement(
+        "ACP-META-001",
+        A,
+        "A session/prompt carrying _meta is accepted.",
+        "extensibility.mdx#the-_meta-field",
+    ),
+    # -- cancellation ---------------------------------------------------------------------
+    Requirement(
+        "ACP-CANCEL-001",
+        M,
+        'After session/cancel during a running prompt, the prompt is answered with a result '
+        'whose stopReason is "cancelled", not an error.',
+        "prompt-turn.mdx#cancellation",
+    ),
+    Requirement(
+        "ACP-CANCEL-002",
+        M,
+        "Every session/update of a cancelled turn arrives before the prompt's response; none "
+        "arrives after it.",
+        "prompt-turn.mdx#cancellation",
+    ),
+    Requirement(
+        "ACP-CANCEL-003",
+        A,
+        "After a cancelled turn the session takes the next prompt.",
+        "prompt-turn.mdx#cancellation",
+    ),
+    # -- what the agent may ask of the client ---------------------------------------------
+    Requirement(
+        "ACP-CLIENTCAP-001",
+        M,
+        "The agent calls no fs/* method when the client did not advertise file system access.",
+        "file-system.mdx#checking-support",
+    ),
+    Requirement(
+        "ACP-CLIENTCAP-002",
+        M,
+        "The agent calls no terminal/* method when the client did not advertise terminals.",
+        "terminals.mdx#checking-support",
+    ),
+    Requirement(
+        "ACP-CLIENTCAP-003",
+        M,
+        "The agent sends no elicitation/create when the client did not advertise elicitation.",
+        "elicitation.mdx",
+    ),
+    Requirement(
+        "ACP-TERMINAL-001",
+        M,
+        "Every terminal the agent creates is released with terminal/release before the turn "
+        "ends.",
+        "terminals.mdx#releasing-terminals",
+    ),
+    Requirement(
+        "ACP-PLAN-001",
+        A,
+        "Each plan update is the complete plan: an entry is not dropped from a later update of "
+        "the same turn (heuristic).",
+        "agent-plan.mdx#updating-the-plan",
+        "#/$defs/Plan",
+    ),
+    Requirement(
+        "ACP-PERMISSION-001",
+        A,
+        "A session/request_permission the client answers rejected does not end the turn with "
+        "an error: the prompt is answered with a stop reason.",
+        "tool-calls.mdx#requesting-permission",
+        "#/$defs/RequestPermissionRequest",
+    ),
+    # -- modes and configuration options --------------------------------------------------
+    Requirement(
+        "ACP-MODES-001",
+        C,
+        "The session's currentModeId is one of its availableModes.",
+        "session-modes.mdx",
+        "#/$defs/SessionModeState",
+        gate="session/new result: modes",
+    ),
+    Requirement(
+        "ACP-MODES-002",
+        C,
+        "session/set_mode to another available mode succeeds.",
+        "session-modes.mdx#setting-the-current-mode",
+        "#/$defs/SetSessionModeResponse",
+        gate="session/new result: modes",
+    ),
+    Requirement(
+        "ACP-CONFIG-001",
+        C,
+        "Every configuration option has a default: a current value (for a select, one of its "
+        "options).",
+        "session-config-options.mdx",
+        "#/$defs/SessionConfigOption",
+        gate="session/new result: configOptions",
+    ),
+    Requirement(
+        "ACP-CONFIG-002",
+        C,
+        "session/set_config_option answers with the complete list of configuration options.",
+        "session-config-options.mdx#setting-a-config-option",
+        "#/$defs/SetSessionConfigOptionResponse",
+        gate="session/new result: configOptions",
+    ),
+    Requirement(
+        "ACP-CONFIG-003",
+        M,
+        'No configuration option has type "boolean" unless the client advertised support for '
+        "it.",
+        "session-config-options.mdx",
+    ),
+    # -- extensibility --------------------------------------------------------------------
+    Requirement(
+        "ACP-EXT-001",
+        M,
+        "A custom _-prefixed request gets a response (a result or an error).",
+        "extensibility.mdx#custom-requests",
+    ),
+    # -- authentication -------------------------------------------------------------------
+    Requirement(
+        "ACP-AUTH-001",
+        M,
+        "The advertised authMethods have unique ids.",
+        "authentication.mdx",
+        "#/$defs/AuthMethod",
+    ),
+    Requirement(
+        "ACP-AUTH-002",
+        C,
+        "authenticate with the chosen method succeeds, and session/new works after it.",
+        "authentication.mdx",
+        "#/$defs/AuthenticateResponse",
+        gate="--auth-method",
+    ),
+    # -- errors and hygiene ---------------------------------------------------------------
+    Requirement(
+        "ACP-ERROR-001",
+        A,
+        "Error messages are non-empty single lines.",
+        "overview.mdx",
+        "#/$defs/Error",
+    ),
+    Requirement(
+        "ACP-SHUTDOWN-001",
+        A,
+        "The agent exits within 5 s once its stdin is closed.",
+        "transports.mdx#stdio",
+    ),
+    Requirement(
+        "ACP-SHUTDOWN-002",
+        A,
+        "Once the agent has exited, no process of its process group is left behind.",
+        "transports.mdx#stdio",
+    ),
+    Requirement(
+        "ACP-TIMING-001",
+        A,
+        "initialize, session/new and an echo prompt are each answered within the suite's "
+        "timeouts.",
+        "overview.mdx",
+    ),
+    # -- spec gaps: recorded, not judged --------------------------------------------------
+    Requirement(
+        "ACP-INFO-PARSE-001",
+        I,
+        "What the agent does with a line that is not JSON (then whether it still answers).",
+        "transports.mdx",
+    ),
+    Requirement(
+        "ACP-INFO-BATCH-001",
+        I,
+        "What the agent does with a JSON-RPC batch (an array of requests).",
+        "overview.mdx",
+    ),
+    Requirement(
+        "ACP-INFO-PREINIT-001",
+        I,
+        "What the agent does with session/new before initialize.",
+        "initialization.mdx",
+    ),
+    Requirement(
+        "ACP-INFO-UNKNOWNSESSION-001",
+        I,
+        "What the agent does with a prompt for a session id it never issued.",
+        "prompt-turn.mdx",
+    ),
+    Requirement(
+        "ACP-INFO-CONCURRENT-001",
+        I,
+        "What the agent does with a second prompt while one runs in the same session.",
+        "prompt-turn.mdx",
+    ),
+    Requirement(
+        "ACP-INFO-IDLECANCEL-001",
+        I,
+        "What the agent does with session/cancel for an idle session (then whether it still "
+        "takes a prompt).",
+        "prompt-turn.mdx#cancellation",
+    ),
+    Requirement(
+        "ACP-INFO-RELATIVECWD-001",
+        I,
+        "What the agent does with session/new given a relative cwd (the spec requires "
+        "absolute paths of the client).",
+        "session-setup.mdx",
+    ),
+    Requirement(
+        "ACP-STDERR-001",
+        I,
+        "How much the agent writes to stderr during a basic exchange.",
+        "transports.mdx#stdio",
+    ),
+)
+
+REQUIREMENTS: Final[dict[str, Requirement]] = {r.id: r for r in _ALL}
+if len(REQUIREMENTS) != len(_ALL):  # pragma: no cover - caught by the meta-tests
+    raise RuntimeError("duplicate requirement id")
+
+
+def requirement(requirement_id: str) -> Requirement:
+    """The requirement ``requirement_id``; a ``KeyError`` naming the known ids otherwise."""
+    try:
+        return REQUIREMENTS[requirement_id]
+    except KeyError:
+        raise KeyError(f"unknown requirement {requirement_id!r}") from None

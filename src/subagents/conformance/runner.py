@@ -1,0 +1,266 @@
+"""Runs the checks against an agent command: a probe, then every check in its own process.
+
+:func:`run_suite` starts one probe connection (initialize and session/new) to learn what the
+agent advertises, then runs each requirement's check concurrently (at most ``jobs`` at once;
+each check starts its own agent processes, so they do not interfere), each bounded by
+``Options.check_timeout``. A requirement whose capability gate is closed is ``n/a``.
+"""
+
+from __future__ import annotations
+
+import base64
+import enum
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+import anyio
+
+from ..transports.process import ProcessStartError
+from . import checks as _checks  # registers every check
+from .framework import (
+    AUTH_REQUIRED,
+    CHECKS,
+    BlockedByAuth,
+    CheckContext,
+    CheckFailed,
+    CheckSkipped,
+    Options,
+    Probe,
+)
+from .requirements import REQUIREMENTS, Requirement, Tier
+from .wire import AgentWire, ClientSide, WireTimeout, open_wire
+
+__all__ = ("RequirementResult", "Status", "SuiteReport", "run_suite")
+
+del _checks
+
+TRANSCRIPT_LINES = 400
+"""At most this many lines of each process's transcript go into a report."""
+
+
+class Status(enum.Enum):
+    PASS = "pass"
+    FAIL = "fail"
+    SKIP = "skip"
+    NOT_APPLICABLE = "n/a"
+    BLOCKED = "blocked"
+    INFO = "info"
+
+
+@dataclass
+class RequirementResult:
+    requirement: Requirement
+    status: Status
+    message: str = ""
+    duration: float = 0.0
+    notes: list[str] = field(default_factory=list[str])
+    transcript: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    """The exchange of each process the check started (kept for fail, skip and blocked)."""
+    stderr_tail: str = ""
+    expected_failure: str | None = None
+    """The baseline's reason, when the baseline expects this requirement to fail."""
+
+    @property
+    def judged(self) -> bool:
+        """Whether a failure here makes the agent non-conformant."""
+        return self.requirement.tier in (Tier.MANDATORY, Tier.CAPABILITY)
+
+    @property
+    def unexpected_failure(self) -> bool:
+        return self.status is Status.FAIL and self.judged and self.expected_failure is None
+
+    @property
+    def stale_baseline(self) -> bool:
+        """The baseline expects a failure, but the requirement passes now."""
+        return self.expected_failure is not None and self.status is Status.PASS
+
+
+@dataclass
+class SuiteReport:
+    command: tuple[str, ...]
+    results: list[RequirementResult]
+    duration: float
+    agent: str | None = None
+    probe_error: str | None = None
+    auth_required: bool = False
+
+    @property
+    def verdict(self) -> str:
+        if any(r.unexpected_failure for r in self.results):
+            return "non-conformant"
+        if any(r.status is Status.BLOCKED and r.judged for r in self.results):
+            return "blocked by authentication"
+        return "conformant"
+
+    @property
+    def exit_code(self) -> int:
+        """0 conformant; 1 a mandatory (or applicable capability) requirement failed
+        unexpectedly; 3 blocked by authentication."""
+        return {"conformant": 0, "non-conformant": 1}.get(self.verdict, 3)
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        """tier -> status -> count."""
+        table: dict[str, dict[str, int]] = {}
+        for result in self.results:
+            row = table.setdefault(result.requirement.tier.value, {})
+            row[result.status.value] = row.get(result.status.value, 0) + 1
+        return table
+
+
+def _transcript(wires: Iterable[AgentWire]) -> tuple[list[dict[str, Any]], str]:
+    entries: list[dict[str, Any]] = []
+    tails: list[str] = []
+    for number, wire in enumerate(wires, 1):
+        lines = wire.lines[-TRANSCRIPT_LINES:]
+        if len(wire.lines) > len(lines):
+            entries.append({"process": number, "omitted_lines": len(wire.lines) - len(lines)})
+        for line in lines:
+            entry: dict[str, Any] = {"process": number, "t": round(line.t, 4), "from": line.direction}
+            try:
+                text = line.raw.decode("utf-8")
+            except UnicodeDecodeError:
+                entry["base64"] = base64.b64encode(line.raw).decode()
+            else:
+                if len(text) > 20000:
+                    entry["text"] = text[:20000]
+                    entry["truncated_from"] = len(line.raw)
+                else:
+                    entry["text"] = text
+            entries.append(entry)
+        tail = wire.process.stderr_tail()[-4096:]
+        if tail:
+            tails.append(f"[process {number}] {tail}")
+    return entries, "\n".join(tails)
+
+
+async def probe_agent(options: Options) -> Probe:
+    """initialize (+ authenticate) and session/new once, to learn what the agent offers."""
+    probe = Probe()
+    with tempfile.TemporaryDirectory(prefix="probe-", dir=options.workdir) as directory:
+        try:
+            async with open_wire(
+                options.command, cwd=Path(directory), env=options.env, client=ClientSide(),
+                timeout=options.timeout,
+            ) as wire:
+                init = await wire.initialize(timeout=options.startup_timeout)
+                if not init.ok or not isinstance(init.result, dict):
+                    probe.error = f"initialize failed: {init.describe()}"
+                    return probe
+                probe.init = cast(dict[str, Any], init.result)
+                if options.auth_method is not None:
+                    auth = await wire.request("authenticate", {"methodId": options.auth_method})
+                    if not auth.ok:
+                        probe.error = f"authenticate {options.auth_method!r} failed: {auth.describe()}"
+                        return probe
+                session = await wire.request("session/new", wire.new_session_params())
+                if session.error_code == AUTH_REQUIRED:
+                    probe.auth_required = True
+                elif session.ok and isinstance(session.result, dict):
+                    probe.session = cast(dict[str, Any], session.result)
+                else:
+                    probe.error = f"session/new failed: {session.describe()}"
+        except (WireTimeout, ProcessStartError, OSError) as exc:
+            probe.error = f"{type(exc).__name__}: {exc}" if not isinstance(exc, WireTimeout) else str(exc)
+    return probe
+
+
+async def run_check(requirement: Requirement, options: Options, probe: Probe) -> RequirementResult:
+    """Run one requirement's check (or judge it not applicable)."""
+    if requirement.gate is not None and probe.init is not None and not probe.gate_open(
+        requirement.gate, options
+    ):
+        return RequirementResult(requirement, Status.NOT_APPLICABLE, f"not advertised: {requirement.gate}")
+    if requirement.gate is not None and probe.init is None and requirement.tier is Tier.CAPABILITY:
+        return RequirementResult(
+            requirement, Status.NOT_APPLICABLE, f"unknown whether {requirement.gate} holds: {probe.error}"
+        )
+    ctx = CheckContext(requirement, options, probe)
+    started = time.monotonic()
+    status = Status.INFO if requirement.tier is Tier.INFORMATIONAL else Status.PASS
+    message = ""
+    try:
+        with anyio.fail_after(options.check_timeout):
+            await CHECKS[requirement.id](ctx)
+    except CheckFailed as exc:
+        status, message = Status.FAIL, str(exc)
+    except CheckSkipped as exc:
+        status, message = Status.SKIP, str(exc)
+    except BlockedByAuth as exc:
+        status, message = Status.BLOCKED, f"blocked by authentication ({exc}); pass --auth-method"
+    except TimeoutError:
+        status, message = Status.FAIL, f"the check did not finish within {options.check_timeout:g} s"
+    except WireTimeout as exc:
+        status, message = Status.FAIL, str(exc)
+    except ProcessStartError as exc:
+        status, message = Status.FAIL, f"cannot start the agent: {exc}"
+    except Exception as exc:  # a defect of the suite, or an agent answer it did not foresee
+        status, message = Status.FAIL, f"the check raised {type(exc).__name__}: {exc}"
+    duration = time.monotonic() - started
+    result = RequirementResult(requirement, status, message, duration, list(ctx.notes))
+    if status in (Status.FAIL, Status.SKIP, Status.BLOCKED):
+        result.transcript, result.stderr_tail = _transcript(ctx.wires)
+    if status is Status.INFO and not message:
+        result.message = "; ".join(ctx.notes)
+    return result
+
+
+async def run_suite(
+    options: Options,
+    *,
+    jobs: int = 4,
+    only: Iterable[str] | None = None,
+    baseline: Mapping[str, str] | None = None,
+    on_result: Callable[[RequirementResult, int, int], None] | None = None,
+) -> SuiteReport:
+    """Run the suite (every requirement, or those in ``only``); see the module docstring.
+
+    ``baseline`` maps requirement ids expected to fail to the reason. ``on_result(result,
+    done, total)`` is called as each check finishes (for progress displays).
+    """
+    if jobs < 1:
+        raise ValueError("jobs must be at least 1")
+    wanted = list(REQUIREMENTS.values()) if only is None else [REQUIREMENTS[i] for i in only]
+    started = time.monotonic()
+    command = list(options.command)
+    if command and "/" in command[0]:
+        # Checks run in their own directories: a relative program path means this one.
+        command[0] = os.path.abspath(command[0])
+    with tempfile.TemporaryDirectory(prefix="acp-conformance-") as root:
+        options = Options(
+            **{**options.__dict__, "command": tuple(command), "workdir": Path(root).resolve()}
+        )
+        probe = await probe_agent(options)
+        results: dict[str, RequirementResult] = {}
+        limiter = anyio.CapacityLimiter(jobs)
+
+        async def one(requirement: Requirement) -> None:
+            async with limiter:
+                result = await run_check(requirement, options, probe)
+            if baseline and requirement.id in baseline:
+                result.expected_failure = baseline[requirement.id]
+            results[requirement.id] = result
+            if on_result is not None:
+                on_result(result, len(results), len(wanted))
+
+        async with anyio.create_task_group() as tg:
+            for requirement in wanted:
+                tg.start_soon(one, requirement)
+    agent = None
+    if probe.init is not None:
+        info = probe.init.get("agentInfo")
+        if isinstance(info, dict):
+            info = cast(dict[str, Any], info)
+            agent = f"{info.get('name')} {info.get('version')}"
+    return SuiteReport(
+        command=options.command,
+        results=[results[r.id] for r in wanted],
+        duration=time.monotonic() - started,
+        agent=agent,
+        probe_error=probe.error,
+        auth_required=probe.auth_required,
+    )

@@ -72,7 +72,7 @@ class Requirement:
 
     @property
     def area(self) -> str:
-        return self.id.rsplit("-", 1)[0].removeprefix("ACP-")
+        return self.id.split("-")[1]
 
     @property
     def citation(self) -> str:

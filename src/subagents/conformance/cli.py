@@ -39,7 +39,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--write-baseline", metavar="FILE", help="write this run's failures as a baseline"
     )
     parser.add_argument(
-        "--jobs", type=int, default=max(2, min(4, (os.cpu_count() or 2) * 2)), metavar="N",
+        "--jobs",
+        type=int,
+        default=max(2, min(4, (os.cpu_count() or 2) * 2)),
+        metavar="N",
         help="checks run at once (each has its own agent process; default: %(default)s)",
     )
     parser.add_argument("--auth-method", metavar="ID", help="authenticate with this method first")
@@ -48,17 +51,39 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("--prompt", default="Hello", help="text of an ordinary prompt")
     parser.add_argument(
-        "--cancel-prompt", default="slow", metavar="TEXT",
+        "--cancel-prompt",
+        default="slow",
+        metavar="TEXT",
         help="a prompt the agent works on long enough to be cancelled (default: %(default)s)",
     )
-    parser.add_argument("--timeout", type=float, default=15.0, metavar="SECONDS",
-                        help="bound on each answer (default: %(default)s)")
-    parser.add_argument("--startup-timeout", type=float, default=30.0, metavar="SECONDS",
-                        help="bound on the answer to initialize (default: %(default)s)")
-    parser.add_argument("--check-timeout", type=float, default=90.0, metavar="SECONDS",
-                        help="bound on one check (default: %(default)s)")
-    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
-                        help="set a variable for the agent (repeatable)")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=15.0,
+        metavar="SECONDS",
+        help="bound on each answer (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--startup-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="bound on the answer to initialize (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--check-timeout",
+        type=float,
+        default=90.0,
+        metavar="SECONDS",
+        help="bound on one check (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="set a variable for the agent (repeatable)",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="show details of passes too")
     parser.add_argument("agent", nargs=argparse.REMAINDER, help="-- then the agent command")
 
@@ -101,7 +126,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             return 2
         unknown = sorted(set(baseline) - set(REQUIREMENTS))
         if unknown:
-            err.write(f"subagents conformance: the baseline names unknown requirement(s) {', '.join(unknown)}\n")
+            err.write(
+                f"subagents conformance: the baseline names unknown requirement(s) {', '.join(unknown)}\n"
+            )
             return 2
     if args.jobs < 1:
         err.write("subagents conformance: --jobs must be at least 1\n")

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, NoReturn, cast
 
 from .requirements import REQUIREMENTS, Requirement
-from .wire import AgentWire, ClientSide, Response, WireTimeout, open_wire
+from .wire import AgentWire, ClientSide, Response, WireError, open_wire
 
 __all__ = (
     "CHECKS",
@@ -146,13 +146,15 @@ class CheckContext:
         """A request whose lack of an answer fails the check (with the cause)."""
         try:
             return await wire.request(method, params, **kw)
-        except WireTimeout as exc:
+        except WireError as exc:
             self.fail(str(exc))
 
     async def ready(self, wire: AgentWire, protocol_version: int = 1) -> dict[str, Any]:
         """``initialize`` (and ``authenticate`` when configured); the initialize result."""
         response = await self.call(
-            wire, "initialize", _init_params(wire, protocol_version),
+            wire,
+            "initialize",
+            _init_params(wire, protocol_version),
             timeout=self.options.startup_timeout,
         )
         if not response.ok or not isinstance(response.result, dict):
@@ -195,7 +197,9 @@ class CheckContext:
         if not response.ok:
             self.fail(f"session/prompt was answered with an error: {response.describe()}")
         result = response.result
-        reason = cast(dict[str, Any], result).get("stopReason") if isinstance(result, dict) else None
+        reason = (
+            cast(dict[str, Any], result).get("stopReason") if isinstance(result, dict) else None
+        )
         if reason not in STOP_REASONS:
             self.fail(f"session/prompt result has no valid stopReason: {json.dumps(result)[:300]}")
         return cast(str, reason)

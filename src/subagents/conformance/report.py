@@ -31,7 +31,14 @@ __all__ = (
 
 FORMAT = "subagents-acp-conformance/1"
 _TIERS = (Tier.MANDATORY, Tier.CAPABILITY, Tier.ADVISORY, Tier.INFORMATIONAL)
-_STATUSES = (Status.PASS, Status.FAIL, Status.SKIP, Status.NOT_APPLICABLE, Status.BLOCKED, Status.INFO)
+_STATUSES = (
+    Status.PASS,
+    Status.FAIL,
+    Status.SKIP,
+    Status.NOT_APPLICABLE,
+    Status.BLOCKED,
+    Status.INFO,
+)
 
 
 def load_baseline(path: str | Path) -> dict[str, str]:
@@ -109,7 +116,9 @@ def to_junit(report: SuiteReport) -> str:
         areas.setdefault(result.requirement.area, []).append(result)
     for area, results in areas.items():
         failures = sum(1 for r in results if r.status is Status.FAIL)
-        skipped = sum(1 for r in results if r.status in (Status.SKIP, Status.NOT_APPLICABLE, Status.BLOCKED))
+        skipped = sum(
+            1 for r in results if r.status in (Status.SKIP, Status.NOT_APPLICABLE, Status.BLOCKED)
+        )
         suite = ET.SubElement(
             root,
             "testsuite",
@@ -143,7 +152,9 @@ def to_junit(report: SuiteReport) -> str:
                     element.set("type", requirement.tier.value)
                 element.text = _clean(_failure_text(result))
             elif result.status in (Status.SKIP, Status.NOT_APPLICABLE, Status.BLOCKED):
-                ET.SubElement(case, "skipped", message=_clean(f"{result.status.value}: {result.message}"))
+                ET.SubElement(
+                    case, "skipped", message=_clean(f"{result.status.value}: {result.message}")
+                )
             if result.notes:
                 ET.SubElement(case, "system-out").text = _clean("\n".join(result.notes))
             if result.stderr_tail:
@@ -154,19 +165,28 @@ def to_junit(report: SuiteReport) -> str:
 def _clean(text: str) -> str:
     """XML 1.0 cannot carry most control characters: replace them."""
     return "".join(
-        c if c in "\t\n\r" or (" " <= c <= "\ud7ff") or ("\ue000" <= c <= "\ufffd") or c > "\uffff" else "?"
+        c
+        if c in "\t\n\r" or (" " <= c <= "\ud7ff") or ("\ue000" <= c <= "\ufffd") or c > "\uffff"
+        else "?"
         for c in text
     )
 
 
 def _failure_text(result: RequirementResult) -> str:
-    lines = [result.requirement.text, f"citation: {result.requirement.citation}", "", result.message]
+    lines = [
+        result.requirement.text,
+        f"citation: {result.requirement.citation}",
+        "",
+        result.message,
+    ]
     if result.transcript:
         lines += ["", "transcript (last lines):"]
         for entry in result.transcript[-40:]:
             body = entry.get("text", f"<{entry.get('base64', '')} base64>")
             arrow = "<-" if entry.get("from") == "agent" else "->"
-            lines.append(f"  [{entry.get('process')}] {entry.get('t', 0):8.3f} {arrow} {str(body)[:500]}")
+            lines.append(
+                f"  [{entry.get('process')}] {entry.get('t', 0):8.3f} {arrow} {str(body)[:500]}"
+            )
     return "\n".join(lines)
 
 
@@ -216,7 +236,11 @@ def render_terminal(report: SuiteReport, out: TextIO, *, verbose: bool = False) 
     write(header + "\n")
     for tier in _TIERS:
         row = counts.get(tier.value, {})
-        write(tier.value.ljust(14) + "".join(str(row.get(s.value, 0)).rjust(9) for s in _STATUSES) + "\n")
+        write(
+            tier.value.ljust(14)
+            + "".join(str(row.get(s.value, 0)).rjust(9) for s in _STATUSES)
+            + "\n"
+        )
     stale = [r.requirement.id for r in report.results if r.stale_baseline]
     if stale:
         write(f"\nstale baseline entries (expected to fail, now pass): {', '.join(stale)}\n")

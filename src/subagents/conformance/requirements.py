@@ -145,8 +145,8 @@ _ALL: tuple[Requirement, ...] = (
     Requirement(
         "ACP-INIT-001",
         M,
-        "initialize succeeds; the result validates against the schema and carries an integer "
-        "protocolVersion and the agent's capabilities.",
+        "initialize succeeds; the result validates against the schema (capabilities included) "
+        "and carries an integer protocolVersion.",
         "initialization.mdx",
         "#/$defs/InitializeResponse",
     ),
@@ -190,8 +190,7 @@ _ALL: tuple[Requirement, ...] = (
     Requirement(
         "ACP-SESSION-001",
         M,
-        "session/new with an absolute cwd and no MCP servers succeeds with a non-empty "
-        "sessionId.",
+        "session/new with an absolute cwd and no MCP servers succeeds with a non-empty sessionId.",
         "session-setup.mdx#creating-a-session",
         "#/$defs/NewSessionResponse",
     ),
@@ -211,8 +210,7 @@ _ALL: tuple[Requirement, ...] = (
     Requirement(
         "ACP-MCP-001",
         M,
-        "All agents support MCP servers over stdio: session/new with a stdio MCP server "
-        "succeeds.",
+        "All agents support MCP servers over stdio: session/new with a stdio MCP server succeeds.",
         "session-setup.mdx#mcp-servers",
         "#/$defs/McpServerStdio",
     ),
@@ -369,8 +367,7 @@ _ALL: tuple[Requirement, ...] = (
     Requirement(
         "ACP-PROMPTCAP-003",
         C,
-        "With promptCapabilities.embeddedContext, a prompt with an embedded resource is "
-        "accepted.",
+        "With promptCapabilities.embeddedContext, a prompt with an embedded resource is accepted.",
         "content.mdx#embedded-resource",
         "#/$defs/EmbeddedResource",
         gate="agentCapabilities.promptCapabilities.embeddedContext",
@@ -385,7 +382,7 @@ _ALL: tuple[Requirement, ...] = (
     Requirement(
         "ACP-CANCEL-001",
         M,
-        'After session/cancel during a running prompt, the prompt is answered with a result '
+        "After session/cancel during a running prompt, the prompt is answered with a result "
         'whose stopReason is "cancelled", not an error.',
         "prompt-turn.mdx#cancellation",
     ),
@@ -424,8 +421,7 @@ _ALL: tuple[Requirement, ...] = (
     Requirement(
         "ACP-TERMINAL-001",
         M,
-        "Every terminal the agent creates is released with terminal/release before the turn "
-        "ends.",
+        "Every terminal the agent creates is released with terminal/release before the turn ends.",
         "terminals.mdx#releasing-terminals",
     ),
     Requirement(
@@ -481,8 +477,7 @@ _ALL: tuple[Requirement, ...] = (
     Requirement(
         "ACP-CONFIG-003",
         M,
-        'No configuration option has type "boolean" unless the client advertised support for '
-        "it.",
+        'No configuration option has type "boolean" unless the client advertised support for it.',
         "session-config-options.mdx",
     ),
     # -- extensibility --------------------------------------------------------------------
@@ -531,8 +526,7 @@ _ALL: tuple[Requirement, ...] = (
     Requirement(
         "ACP-TIMING-001",
         A,
-        "initialize, session/new and an echo prompt are each answered within the suite's "
-        "timeouts.",
+        "initialize, session/new and an echo prompt are each answered within the suite's timeouts.",
         "overview.mdx",
     ),
     # -- spec gaps: recorded, not judged --------------------------------------------------

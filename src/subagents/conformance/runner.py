@@ -33,7 +33,7 @@ from .framework import (
     Probe,
 )
 from .requirements import REQUIREMENTS, Requirement, Tier
-from .wire import AgentWire, ClientSide, WireTimeout, open_wire
+from .wire import AgentWire, ClientSide, WireError, open_wire
 
 __all__ = ("RequirementResult", "Status", "SuiteReport", "run_suite")
 
@@ -120,7 +120,11 @@ def _transcript(wires: Iterable[AgentWire]) -> tuple[list[dict[str, Any]], str]:
         if len(wire.lines) > len(lines):
             entries.append({"process": number, "omitted_lines": len(wire.lines) - len(lines)})
         for line in lines:
-            entry: dict[str, Any] = {"process": number, "t": round(line.t, 4), "from": line.direction}
+            entry: dict[str, Any] = {
+                "process": number,
+                "t": round(line.t, 4),
+                "from": line.direction,
+            }
             try:
                 text = line.raw.decode("utf-8")
             except UnicodeDecodeError:
@@ -144,7 +148,10 @@ async def probe_agent(options: Options) -> Probe:
     with tempfile.TemporaryDirectory(prefix="probe-", dir=options.workdir) as directory:
         try:
             async with open_wire(
-                options.command, cwd=Path(directory), env=options.env, client=ClientSide(),
+                options.command,
+                cwd=Path(directory),
+                env=options.env,
+                client=ClientSide(),
                 timeout=options.timeout,
             ) as wire:
                 init = await wire.initialize(timeout=options.startup_timeout)
@@ -155,7 +162,9 @@ async def probe_agent(options: Options) -> Probe:
                 if options.auth_method is not None:
                     auth = await wire.request("authenticate", {"methodId": options.auth_method})
                     if not auth.ok:
-                        probe.error = f"authenticate {options.auth_method!r} failed: {auth.describe()}"
+                        probe.error = (
+                            f"authenticate {options.auth_method!r} failed: {auth.describe()}"
+                        )
                         return probe
                 session = await wire.request("session/new", wire.new_session_params())
                 if session.error_code == AUTH_REQUIRED:
@@ -164,20 +173,28 @@ async def probe_agent(options: Options) -> Probe:
                     probe.session = cast(dict[str, Any], session.result)
                 else:
                     probe.error = f"session/new failed: {session.describe()}"
-        except (WireTimeout, ProcessStartError, OSError) as exc:
-            probe.error = f"{type(exc).__name__}: {exc}" if not isinstance(exc, WireTimeout) else str(exc)
+        except WireError as exc:
+            probe.error = str(exc)
+        except (ProcessStartError, OSError) as exc:
+            probe.error = f"{type(exc).__name__}: {exc}"
     return probe
 
 
 async def run_check(requirement: Requirement, options: Options, probe: Probe) -> RequirementResult:
     """Run one requirement's check (or judge it not applicable)."""
-    if requirement.gate is not None and probe.init is not None and not probe.gate_open(
-        requirement.gate, options
+    if (
+        requirement.gate is not None
+        and probe.init is not None
+        and not probe.gate_open(requirement.gate, options)
     ):
-        return RequirementResult(requirement, Status.NOT_APPLICABLE, f"not advertised: {requirement.gate}")
+        return RequirementResult(
+            requirement, Status.NOT_APPLICABLE, f"not advertised: {requirement.gate}"
+        )
     if requirement.gate is not None and probe.init is None and requirement.tier is Tier.CAPABILITY:
         return RequirementResult(
-            requirement, Status.NOT_APPLICABLE, f"unknown whether {requirement.gate} holds: {probe.error}"
+            requirement,
+            Status.NOT_APPLICABLE,
+            f"unknown whether {requirement.gate} holds: {probe.error}",
         )
     ctx = CheckContext(requirement, options, probe)
     started = time.monotonic()
@@ -193,8 +210,11 @@ async def run_check(requirement: Requirement, options: Options, probe: Probe) ->
     except BlockedByAuth as exc:
         status, message = Status.BLOCKED, f"blocked by authentication ({exc}); pass --auth-method"
     except TimeoutError:
-        status, message = Status.FAIL, f"the check did not finish within {options.check_timeout:g} s"
-    except WireTimeout as exc:
+        status, message = (
+            Status.FAIL,
+            f"the check did not finish within {options.check_timeout:g} s",
+        )
+    except WireError as exc:
         status, message = Status.FAIL, str(exc)
     except ProcessStartError as exc:
         status, message = Status.FAIL, f"cannot start the agent: {exc}"

@@ -29,10 +29,12 @@ from ..transports.process import AgentProcess, ProcessExit, open_agent_process
 from .schema import shared_validator
 
 __all__ = (
+    "AgentGone",
     "AgentWire",
     "ClientSide",
     "Line",
     "Response",
+    "WireError",
     "WireTimeout",
     "open_wire",
 )
@@ -41,8 +43,16 @@ JSON = Any
 MAX_LINE_BYTES = 64 * 1024 * 1024
 
 
-class WireTimeout(TimeoutError):
+class WireError(Exception):
+    """The exchange with the agent broke off; the message says how."""
+
+
+class WireTimeout(WireError, TimeoutError):
     """The agent did not answer within the bound."""
+
+
+class AgentGone(WireError):
+    """The agent no longer reads its stdin (it exited or closed it)."""
 
 
 @dataclass
@@ -335,7 +345,11 @@ class AgentWire:
         policy = self.client.permission
         if policy == "cancelled":
             return {"outcome": "cancelled"}
-        wanted = ("allow_once", "allow_always") if policy == "allow" else ("reject_once", "reject_always")
+        wanted = (
+            ("allow_once", "allow_always")
+            if policy == "allow"
+            else ("reject_once", "reject_always")
+        )
         options = params.get("options")
         for option in cast(list[Any], options) if isinstance(options, list) else []:
             if isinstance(option, dict):
@@ -372,7 +386,12 @@ class AgentWire:
     async def send_raw(self, data: bytes) -> None:
         """Write bytes as they are (the transcript records them)."""
         self.lines.append(Line(self._now(), "client", data.rstrip(b"\n")))
-        await self.process.stdin.send(data)
+        try:
+            await self.process.stdin.send(data)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            exit_ = await self._exit_soon()
+            how = exit_.describe() if exit_ else "it closed its stdin"
+            raise AgentGone(f"cannot write to the agent: {how}") from exc
 
     async def send(self, message: JSON) -> None:
         await self.send_raw(json.dumps(message, ensure_ascii=False).encode() + b"\n")
@@ -437,9 +456,7 @@ class AgentWire:
         except WireTimeout as exc:
             raise WireTimeout(f"{method}: {exc}") from None
 
-    async def wait_for(
-        self, predicate: Callable[[], bool], timeout: float
-    ) -> bool:
+    async def wait_for(self, predicate: Callable[[], bool], timeout: float) -> bool:
         """Wait until ``predicate()`` holds (re-checked on every line); False on timeout/EOF."""
         with anyio.move_on_after(timeout):
             while not predicate():
@@ -515,14 +532,19 @@ async def open_wire(
         name="agent-under-test",
     ) as process:
         wire = AgentWire(process, client or ClientSide(), cwd.resolve(), timeout)
+        raised: BaseException | None = None  # re-raised as itself, not in an ExceptionGroup
         async with anyio.create_task_group() as tg:
             wire._tg = tg  # pyright: ignore[reportPrivateUsage]
             tg.start_soon(wire._reader)  # pyright: ignore[reportPrivateUsage]
             try:
                 yield wire
+            except BaseException as exc:
+                raised = exc
             finally:
                 with anyio.CancelScope(shield=True):
                     await wire.close_stdin()
                     with anyio.move_on_after(close_timeout):
                         await process.wait()
                 tg.cancel_scope.cancel()
+        if raised is not None:
+            raise raised

@@ -54,7 +54,9 @@ def sent_index(wire: AgentWire, method: str, request_id: Any = None) -> int:
         message = line.message if line.message is not None else _loads(line.raw)
         if line.direction == "client" and isinstance(message, dict):
             message = cast(dict[str, Any], message)
-            if message.get("method") == method and (request_id is None or message.get("id") == request_id):
+            if message.get("method") == method and (
+                request_id is None or message.get("id") == request_id
+            ):
                 return index
     raise ValueError(f"{method} was not sent")
 
@@ -100,7 +102,9 @@ def first_lines(lines: list[Line], limit: int = 3) -> str:
     return shown + more
 
 
-ALL_CLIENT = ClientSide(read_text_file=True, write_text_file=True, terminal=True, permission="allow")
+ALL_CLIENT = ClientSide(
+    read_text_file=True, write_text_file=True, terminal=True, permission="allow"
+)
 """A client that offers everything (file system, terminals) and allows tool calls."""
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from ..framework import CheckContext, check
-from ..wire import AgentWire
+from ..wire import AgentWire, WireError
 
 
 def _after(wire: AgentWire, start: int) -> str:
@@ -18,7 +18,7 @@ def _after(wire: AgentWire, start: int) -> str:
 async def _still_answers(ctx: CheckContext, wire: AgentWire) -> str:
     try:
         response = await wire.request("session/new", wire.new_session_params())
-    except TimeoutError as exc:
+    except WireError as exc:
         return f"then no answer to session/new ({exc})"
     return "then session/new " + ("works" if response.ok else f"fails: {response.describe()}")
 
@@ -30,7 +30,9 @@ async def malformed_json(ctx: CheckContext) -> None:
         start = len(wire.lines)
         await wire.send_raw(b'{"jsonrpc": "2.0", "id": 900, "method": \n')
         await wire.quiet(ctx.options.quiet_period)
-        ctx.note(f"a malformed line got: {_after(wire, start + 1)}; {await _still_answers(ctx, wire)}")
+        ctx.note(
+            f"a malformed line got: {_after(wire, start + 1)}; {await _still_answers(ctx, wire)}"
+        )
 
 
 @check("ACP-INFO-BATCH-001")
@@ -45,7 +47,9 @@ async def batch(ctx: CheckContext) -> None:
         ]
         await wire.send_raw(json.dumps(batch).encode() + b"\n")
         await wire.quiet(ctx.options.quiet_period)
-        ctx.note(f"a batch of two session/new got: {_after(wire, start + 1)}; {await _still_answers(ctx, wire)}")
+        ctx.note(
+            f"a batch of two session/new got: {_after(wire, start + 1)}; {await _still_answers(ctx, wire)}"
+        )
 
 
 @check("ACP-INFO-PREINIT-001")
@@ -56,7 +60,7 @@ async def request_before_initialize(ctx: CheckContext) -> None:
                 "session/new", wire.new_session_params(), timeout=ctx.options.startup_timeout
             )
             ctx.note(f"session/new before initialize: {response.describe()}")
-        except TimeoutError as exc:
+        except WireError as exc:
             ctx.note(f"session/new before initialize: no answer ({exc})")
 
 
@@ -67,7 +71,10 @@ async def unknown_session(ctx: CheckContext) -> None:
         response = await ctx.call(
             wire,
             "session/prompt",
-            {"sessionId": "conformance-no-such-session", "prompt": [{"type": "text", "text": ctx.options.prompt}]},
+            {
+                "sessionId": "conformance-no-such-session",
+                "prompt": [{"type": "text", "text": ctx.options.prompt}],
+            },
         )
         ctx.note(f"a prompt for an unknown session: {response.describe()}")
 
@@ -79,7 +86,10 @@ async def second_prompt_while_one_runs(ctx: CheckContext) -> None:
         session_id = await ctx.new_session(wire)
         first = await wire.start_request(
             "session/prompt",
-            {"sessionId": session_id, "prompt": [{"type": "text", "text": ctx.options.cancel_prompt}]},
+            {
+                "sessionId": session_id,
+                "prompt": [{"type": "text", "text": ctx.options.cancel_prompt}],
+            },
         )
         await wire.quiet(0.2)
         second = await wire.start_request(
@@ -92,7 +102,7 @@ async def second_prompt_while_one_runs(ctx: CheckContext) -> None:
         for name, request_id in (("first", first), ("second", second)):
             try:
                 outcomes.append(f"{name}: {(await wire.wait_response(request_id)).describe()}")
-            except TimeoutError:
+            except WireError:
                 outcomes.append(f"{name}: no answer")
         ctx.note("two prompts at once (then a cancel): " + "; ".join(outcomes))
 
@@ -107,7 +117,9 @@ async def cancel_of_idle_session(ctx: CheckContext) -> None:
         await wire.quiet(ctx.options.quiet_period)
         reaction = _after(wire, start + 1)
         response = await ctx.prompt(wire, session_id)
-        ctx.note(f"session/cancel of an idle session got: {reaction}; the next prompt: {response.describe()}")
+        ctx.note(
+            f"session/cancel of an idle session got: {reaction}; the next prompt: {response.describe()}"
+        )
 
 
 @check("ACP-INFO-RELATIVECWD-001")

@@ -62,7 +62,9 @@ async def load_replays_before_answering(ctx: CheckContext) -> None:
         answer_at = index_of(wire, response.line)
         before = updates_between(wire, start, answer_at, session_id)
         after = [
-            u for u in updates_between(wire, answer_at + 1, None, session_id) if update_kind(u) in HISTORY_UPDATES
+            u
+            for u in updates_between(wire, answer_at + 1, None, session_id)
+            if update_kind(u) in HISTORY_UPDATES
         ]
         if after:
             ctx.fail(
@@ -96,7 +98,9 @@ async def resume_succeeds(ctx: CheckContext) -> None:
     async with ctx.agent() as wire:
         session_id = await _session_with_history(ctx, wire)
         response = await ctx.call(
-            wire, "session/resume", {"sessionId": session_id, "cwd": str(wire.cwd), "mcpServers": []}
+            wire,
+            "session/resume",
+            {"sessionId": session_id, "cwd": str(wire.cwd), "mcpServers": []},
         )
         if not response.ok:
             ctx.fail(f"session/resume failed: {response.describe()}")
@@ -109,7 +113,9 @@ async def resume_does_not_replay(ctx: CheckContext) -> None:
         session_id = await _session_with_history(ctx, wire)
         start = len(wire.lines)
         response = await ctx.call(
-            wire, "session/resume", {"sessionId": session_id, "cwd": str(wire.cwd), "mcpServers": []}
+            wire,
+            "session/resume",
+            {"sessionId": session_id, "cwd": str(wire.cwd), "mcpServers": []},
         )
         if not response.ok:
             ctx.fail(f"session/resume failed: {response.describe()}")
@@ -126,11 +132,17 @@ async def resume_does_not_replay(ctx: CheckContext) -> None:
 
 
 def _listed(response: Response) -> list[str]:
-    sessions = cast(dict[str, Any], response.result).get("sessions") if isinstance(response.result, dict) else None
+    sessions = (
+        cast(dict[str, Any], response.result).get("sessions")
+        if isinstance(response.result, dict)
+        else None
+    )
     if not isinstance(sessions, list):
         return []
     return [
-        str(cast(dict[str, Any], s).get("sessionId")) for s in cast(list[Any], sessions) if isinstance(s, dict)
+        str(cast(dict[str, Any], s).get("sessionId"))
+        for s in cast(list[Any], sessions)
+        if isinstance(s, dict)
     ]
 
 
@@ -144,7 +156,9 @@ async def list_includes_a_new_session(ctx: CheckContext) -> None:
         if not isinstance(cast(dict[str, Any], response.result).get("sessions"), list):
             ctx.fail(f"session/list has no sessions array: {response.describe()}")
         if session_id not in _listed(response):
-            ctx.fail(f"session/list (cwd {wire.cwd}) does not include the session {session_id!r} just made")
+            ctx.fail(
+                f"session/list (cwd {wire.cwd}) does not include the session {session_id!r} just made"
+            )
 
 
 @check("ACP-LIST-002")
@@ -156,9 +170,15 @@ async def list_of_nothing_is_empty(ctx: CheckContext) -> None:
         response = await ctx.call(wire, "session/list", {"cwd": str(unused)})
         if not response.ok:
             ctx.fail(f"session/list failed: {response.describe()}")
-        sessions = cast(dict[str, Any], response.result).get("sessions") if isinstance(response.result, dict) else None
+        sessions = (
+            cast(dict[str, Any], response.result).get("sessions")
+            if isinstance(response.result, dict)
+            else None
+        )
         if sessions != []:
-            ctx.fail(f"session/list for a cwd no session uses returned {json.dumps(sessions)[:300]}, not []")
+            ctx.fail(
+                f"session/list for a cwd no session uses returned {json.dumps(sessions)[:300]}, not []"
+            )
 
 
 @check("ACP-LIST-003")
@@ -187,7 +207,9 @@ async def delete_removes_a_session(ctx: CheckContext) -> None:
 async def delete_of_unknown_session_is_silent(ctx: CheckContext) -> None:
     async with ctx.agent() as wire:
         await ctx.ready(wire)
-        response = await ctx.call(wire, "session/delete", {"sessionId": "conformance-no-such-session"})
+        response = await ctx.call(
+            wire, "session/delete", {"sessionId": "conformance-no-such-session"}
+        )
         if not response.ok:
             ctx.fail(f"deleting a session that never existed failed: {response.describe()}")
 
@@ -215,8 +237,14 @@ async def _new_session_result(ctx: CheckContext, wire: AgentWire) -> tuple[str, 
 
 def _mode_ids(result: dict[str, Any]) -> list[str]:
     modes = result.get("modes")
-    available = cast(dict[str, Any], modes).get("availableModes") if isinstance(modes, dict) else None
-    return [str(cast(dict[str, Any], m).get("id")) for m in cast(list[Any], available or []) if isinstance(m, dict)]
+    available = (
+        cast(dict[str, Any], modes).get("availableModes") if isinstance(modes, dict) else None
+    )
+    return [
+        str(cast(dict[str, Any], m).get("id"))
+        for m in cast(list[Any], available or [])
+        if isinstance(m, dict)
+    ]
 
 
 @check("ACP-MODES-001")
@@ -227,7 +255,9 @@ async def current_mode_is_available(ctx: CheckContext) -> None:
             ctx.skip("this session/new result has no modes (the probe's had)")
         current = cast(dict[str, Any], result["modes"]).get("currentModeId")
         if current not in _mode_ids(result):
-            ctx.fail(f"currentModeId {current!r} is not one of the available modes {_mode_ids(result)}")
+            ctx.fail(
+                f"currentModeId {current!r} is not one of the available modes {_mode_ids(result)}"
+            )
 
 
 @check("ACP-MODES-002")
@@ -239,9 +269,13 @@ async def set_mode_succeeds(ctx: CheckContext) -> None:
             ctx.skip("this session/new result lists no modes (the probe's did)")
         current = cast(dict[str, Any], result["modes"]).get("currentModeId")
         target = next((m for m in ids if m != current), ids[0])
-        response = await ctx.call(wire, "session/set_mode", {"sessionId": session_id, "modeId": target})
+        response = await ctx.call(
+            wire, "session/set_mode", {"sessionId": session_id, "modeId": target}
+        )
         if not response.ok:
-            ctx.fail(f"session/set_mode to the available mode {target!r} failed: {response.describe()}")
+            ctx.fail(
+                f"session/set_mode to the available mode {target!r} failed: {response.describe()}"
+            )
 
 
 def _option_values(option: dict[str, Any]) -> list[Any]:
@@ -259,7 +293,11 @@ def _option_values(option: dict[str, Any]) -> list[Any]:
 
 
 def _options(result: dict[str, Any]) -> list[dict[str, Any]]:
-    return [cast(dict[str, Any], o) for o in cast(list[Any], result.get("configOptions") or []) if isinstance(o, dict)]
+    return [
+        cast(dict[str, Any], o)
+        for o in cast(list[Any], result.get("configOptions") or [])
+        if isinstance(o, dict)
+    ]
 
 
 @check("ACP-CONFIG-001")
@@ -269,7 +307,9 @@ async def config_options_have_defaults(ctx: CheckContext) -> None:
         for option in _options(result):
             if option.get("currentValue") is None:
                 ctx.fail(f"config option {option.get('id')!r} has no current (default) value")
-            if option.get("type") == "select" and option["currentValue"] not in _option_values(option):
+            if option.get("type") == "select" and option["currentValue"] not in _option_values(
+                option
+            ):
                 ctx.fail(
                     f"config option {option.get('id')!r} has current value {option['currentValue']!r}, "
                     "not one of its options"
@@ -292,11 +332,15 @@ async def set_config_option_answers_the_full_list(ctx: CheckContext) -> None:
             {"sessionId": session_id, "configId": select["id"], "value": target},
         )
         if not response.ok:
-            ctx.fail(f"session/set_config_option {select['id']}={target!r} failed: {response.describe()}")
+            ctx.fail(
+                f"session/set_config_option {select['id']}={target!r} failed: {response.describe()}"
+            )
         answered = {o.get("id") for o in _options(cast(dict[str, Any], response.result))}
         missing = sorted(str(o.get("id")) for o in options if o.get("id") not in answered)
         if missing:
-            ctx.fail(f"session/set_config_option left out option(s) {', '.join(missing)}: it must answer the complete list")
+            ctx.fail(
+                f"session/set_config_option left out option(s) {', '.join(missing)}: it must answer the complete list"
+            )
 
 
 @check("ACP-CONFIG-003")

@@ -6,12 +6,10 @@ import json
 from typing import Any, cast
 
 from ..framework import CheckContext, check
-from ..wire import AgentWire, ClientSide, Response
+from ..wire import AgentWire, ClientSide, Response, WireError
 from ._common import ALL_CLIENT, index_of, update_kind, updates_between
 
-_PNG_1X1 = (
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
-)
+_PNG_1X1 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 _WAV_SILENCE = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQAAAAA="
 
 
@@ -58,7 +56,11 @@ async def resource_links_are_accepted(ctx: CheckContext) -> None:
         ctx,
         [
             {"type": "text", "text": ctx.options.prompt},
-            {"type": "resource_link", "uri": "file:///tmp/conformance.txt", "name": "conformance.txt"},
+            {
+                "type": "resource_link",
+                "uri": "file:///tmp/conformance.txt",
+                "name": "conformance.txt",
+            },
         ],
         "a resource_link block",
     )
@@ -169,18 +171,24 @@ async def _cancelled_turn(
     sent_at = len(wire.lines) - 1
     try:
         response = await wire.wait_response(request_id)
-    except TimeoutError as exc:
+    except WireError as exc:
         ctx.fail(f"after {how} the prompt was not answered: {exc}")
     return session_id, response, sent_at
 
 
-def _judge_cancelled(ctx: CheckContext, wire: AgentWire, response: Response, sent_at: int, how: str) -> None:
+def _judge_cancelled(
+    ctx: CheckContext, wire: AgentWire, response: Response, sent_at: int, how: str
+) -> None:
     if not response.ok:
         ctx.fail(
             f"after {how} the prompt was answered with an error ({response.describe()}), not "
             'stopReason "cancelled"'
         )
-    reason = cast(dict[str, Any], response.result).get("stopReason") if isinstance(response.result, dict) else None
+    reason = (
+        cast(dict[str, Any], response.result).get("stopReason")
+        if isinstance(response.result, dict)
+        else None
+    )
     if reason != "cancelled":
         gap = response.line.t - wire.lines[sent_at].t
         if gap < 0.05:
@@ -244,28 +252,36 @@ async def _turns_without_capabilities(ctx: CheckContext) -> AgentWire:
 
 
 def _called(wire: AgentWire, prefix: str) -> list[str]:
-    return [str(r.get("method")) for r in wire.agent_requests if str(r.get("method")).startswith(prefix)]
+    return [
+        str(r.get("method")) for r in wire.agent_requests if str(r.get("method")).startswith(prefix)
+    ]
 
 
 @check("ACP-CLIENTCAP-001")
 async def no_fs_without_the_capability(ctx: CheckContext) -> None:
     wire = await _turns_without_capabilities(ctx)
     if calls := _called(wire, "fs/"):
-        ctx.fail(f"the client offered no file system, yet the agent called {', '.join(sorted(set(calls)))}")
+        ctx.fail(
+            f"the client offered no file system, yet the agent called {', '.join(sorted(set(calls)))}"
+        )
 
 
 @check("ACP-CLIENTCAP-002")
 async def no_terminal_without_the_capability(ctx: CheckContext) -> None:
     wire = await _turns_without_capabilities(ctx)
     if calls := _called(wire, "terminal/"):
-        ctx.fail(f"the client offered no terminals, yet the agent called {', '.join(sorted(set(calls)))}")
+        ctx.fail(
+            f"the client offered no terminals, yet the agent called {', '.join(sorted(set(calls)))}"
+        )
 
 
 @check("ACP-CLIENTCAP-003")
 async def no_elicitation_without_the_capability(ctx: CheckContext) -> None:
     wire = await _turns_without_capabilities(ctx)
     if calls := _called(wire, "elicitation/"):
-        ctx.fail(f"the client offered no elicitation, yet the agent called {', '.join(sorted(set(calls)))}")
+        ctx.fail(
+            f"the client offered no elicitation, yet the agent called {', '.join(sorted(set(calls)))}"
+        )
 
 
 @check("ACP-TERMINAL-001")
@@ -281,7 +297,9 @@ async def terminals_are_released(ctx: CheckContext) -> None:
             return
         unreleased = sorted(t for t, state in wire.terminals.items() if not state["released"])
         if unreleased:
-            ctx.fail(f"terminal(s) {', '.join(unreleased)} were never released with terminal/release")
+            ctx.fail(
+                f"terminal(s) {', '.join(unreleased)} were never released with terminal/release"
+            )
 
 
 def _paths(message: dict[str, Any]) -> list[tuple[str, str]]:

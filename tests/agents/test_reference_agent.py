@@ -75,7 +75,8 @@ async def wait_exit(child: AgentProcess) -> int:
 
 async def test_the_handshake_negotiates_version_1_and_advertises_what_is_implemented() -> None:
     """initialization.mdx: an unsupported requested version is answered with the agent's latest
-    (1); capabilities are honest: load, list, resume, close, delete are all implemented."""
+    (1); capabilities are honest: load, list, resume, close, delete are all implemented; image,
+    audio and embedded context are accepted in prompts; MCP over stdio only (http/sse false)."""
     async with reference_agent() as (_, wire):
         answer = await call(wire, 0, "initialize", {"protocolVersion": 65535})
     result = answer["result"]
@@ -84,7 +85,8 @@ async def test_the_handshake_negotiates_version_1_and_advertises_what_is_impleme
     assert result["authMethods"] == []
     assert result["agentCapabilities"] == {
         "loadSession": True,
-        "promptCapabilities": {"embeddedContext": True},
+        "promptCapabilities": {"image": True, "audio": True, "embeddedContext": True},
+        "mcpCapabilities": {"http": False, "sse": False},
         "sessionCapabilities": {"list": {}, "delete": {}, "resume": {}, "close": {}},
     }
 
@@ -378,8 +380,10 @@ async def test_sessions_are_listed_loaded_with_replay_resumed_closed_and_deleted
         ("user_message_chunk", "hi there"),
         ("agent_message_chunk", "hi there"),
     ]
-    assert loaded["result"] == {}
-    assert resumed["result"] == {}
+    # Load and resume answer with the session's modes and config options, nothing else.
+    for setup in (loaded, resumed):
+        assert set(setup["result"]) == {"modes", "configOptions"}
+        assert setup["result"]["modes"]["currentModeId"] == "code"
     assert closed["result"] == {}
     assert gone["error"]["code"] == -32002
     assert gone["error"]["data"] == {"sessionId": session_id}

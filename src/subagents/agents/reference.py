@@ -3,7 +3,8 @@
 Run it as ``python -m subagents.agents.reference``; it speaks ACP v1 over stdin/stdout and
 exits (status 0) when stdin ends. It is built on :mod:`subagents.transports.acp_agent` and is
 the fixture that client, provider and conformance tests drive, so it starts fast (nothing is
-imported beyond the endpoint) and every behaviour is chosen by the prompt.
+imported beyond the endpoint; the child-process module only once an MCP server is given) and
+every behaviour is chosen by the prompt.
 
 Scenarios
 ---------
@@ -11,8 +12,10 @@ The first word of the prompt's text (case-insensitive) picks the scenario; anyth
 ``echo``.
 
 ``echo`` (default)
-    One ``agent_message_chunk`` with the prompt's text (all of it, keyword included; non-text
-    blocks are described in brackets), then ``end_turn``.
+    One ``agent_message_chunk`` with the prompt's text (all of it, keyword included; other
+    blocks are described, never read or decoded: ``[resource_link NAME URI]``, an embedded
+    resource's text or ``[resource URI]``, ``[image MIME]``, ``[audio MIME]``), then
+    ``end_turn``.
 ``stream [N]``
     N ``agent_message_chunk`` updates (default 5) sharing one ``messageId``, texts
     ``"1 "``, ``"2 "``, ..., then ``end_turn``.
@@ -56,20 +59,63 @@ The first word of the prompt's text (case-insensitive) picks the scenario; anyth
     ``refusal`` after one message.
 ``fail``
     The prompt is answered with a JSON-RPC error (``-32603``).
+``mcp``
+    One message naming the MCP servers of the session's last setup (``session/new``, ``load``
+    or ``resume``) with their tools, ``MCP servers connected: NAME (tools: T1, T2).``, and
+    those that failed, ``MCP servers that failed: NAME (REASON).``; or ``No MCP servers were
+    given for this session.`` ``end_turn``.
 
 Sessions
 --------
 Sessions live in memory for the life of the process; with ``SUBAGENTS_REFERENCE_SESSION_DIR``
-set they are also saved there (a JSON file each, after every turn), so another process can
-``session/load`` or ``session/resume`` them (cold resume). Advertised and implemented:
-``loadSession`` (replays the session's user and agent messages as ``user_message_chunk`` /
-``agent_message_chunk`` before answering), ``sessionCapabilities`` ``list`` (optionally
-filtered by ``cwd``; no pagination, so any ``cursor`` is invalid: ``-32602``), ``resume`` (no
-replay), ``close`` (cancels a running turn first) and ``delete`` (silent for unknown ids).
-``session/new`` answers first and then sends an ``available_commands_update`` listing the
-scenarios. An unknown session id is ``-32002`` (resource not found); a relative ``cwd`` is
-``-32602``. Prompt capabilities: text, resource links and embedded resources (described, not
-read). No authentication, no modes, no config options.
+set they are also saved there (a JSON file each: history, title, mode and config values; after
+every turn and every mode or option change), so another process can ``session/load`` or
+``session/resume`` them (cold resume). Advertised and implemented: ``loadSession`` (replays the
+session's user and agent messages as ``user_message_chunk`` / ``agent_message_chunk`` before
+answering), ``sessionCapabilities`` ``list`` (optionally filtered by ``cwd``; no pagination, so
+any ``cursor`` is invalid: ``-32602``), ``resume`` (no replay), ``close`` (cancels a running
+turn first) and ``delete`` (silent for unknown ids). ``session/new`` answers first and then
+sends an ``available_commands_update`` listing the scenarios. An unknown session id is
+``-32002`` (resource not found); a relative ``cwd`` is ``-32602``.
+
+Modes and config options
+------------------------
+``session/new``, ``session/load`` and ``session/resume`` answer with ``modes`` (``ask`` and
+``code``; a new session starts in ``code``) and ``configOptions``: one ``select`` option,
+``verbosity``, values ``brief`` (the default) and ``full``. No ``boolean`` option is ever
+sent. ``session/set_mode`` with an unknown mode id is ``-32602``; otherwise it sends a
+``current_mode_update`` and answers ``{}``. ``session/set_config_option`` with an unknown
+``configId`` or a value that is not one of the option's is ``-32602``; otherwise it sends a
+``config_option_update`` and answers with the complete list of options. Both are stored with
+the session; neither changes what a scenario does.
+
+Prompt capabilities
+-------------------
+``image``, ``audio`` and ``embeddedContext`` (besides the baseline text and resource links).
+None of them is read, decoded or fetched: the ``echo`` scenario describes them.
+
+MCP servers
+-----------
+``mcpCapabilities``: ``http`` and ``sse`` false; stdio servers are supported, as every agent
+must. For each stdio entry of ``mcpServers`` (``session/new``, ``session/load``,
+``session/resume``) the agent starts the command (its ``args``; an environment of the usual
+base variables, ``PATH``, ``HOME``, ..., plus the entry's ``env``), sends MCP ``initialize``
+(protocol version ``2025-06-18``), waits for the answer, sends
+``notifications/initialized`` and ``tools/list`` (first page only), remembers the tool names
+(replacing those of the session's previous setup), then closes the server's stdin and reaps it
+(terminating its process group if it lingers). Each step is
+bounded (5 s to start and per answer; the servers of one request are connected concurrently).
+It has no model, so it never calls a tool: it connects, lists the tools and disconnects. A
+server that cannot be started or does not answer (and any entry of another transport) does
+not fail the request: the reason goes to stderr and the ``mcp`` scenario reports it.
+
+Authentication
+--------------
+None by default (``authMethods`` is empty). With ``SUBAGENTS_REFERENCE_REQUIRE_AUTH`` set to a
+method id, ``authMethods`` lists that one method (kind ``agent``), and ``session/new``,
+``session/load``, ``session/resume``, ``session/set_mode``, ``session/set_config_option`` and
+``session/prompt`` are ``-32000`` (auth required) until ``authenticate`` with that id has
+succeeded on the connection. ``authenticate`` with any other id is ``-32602``.
 """
 
 from __future__ import annotations
@@ -78,30 +124,37 @@ import itertools
 import os
 import sys
 import time
-from collections.abc import Awaitable, Callable
+import weakref
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final, Literal, final
+from typing import TYPE_CHECKING, Final, Literal, cast, final
 
 import anyio
 
 from subagents import __version__
-from subagents.protocol import acp
+from subagents.protocol import JsonValue, acp
+from subagents.protocol.jsonrpc import ErrorCode
 from subagents.rpc import RPCError
 from subagents.transports.acp_agent import Agent, AgentTurn, ClientConnection, run_agent
 
 if TYPE_CHECKING:
     from subagents.protocol.acp import (
         AgentCapabilities,
+        AuthenticateRequest,
+        AuthenticateResponse,
         CloseSessionRequest,
         CloseSessionResponse,
         ContentBlock,
         DeleteSessionRequest,
         DeleteSessionResponse,
         InitializeRequest,
+        InitializeResponse,
         ListSessionsRequest,
         ListSessionsResponse,
         LoadSessionRequest,
         LoadSessionResponse,
+        McpServer,
+        McpServerStdio,
         NewSessionRequest,
         NewSessionResponse,
         PlanEntryStatus,
@@ -109,12 +162,19 @@ if TYPE_CHECKING:
         PromptResponse,
         ResumeSessionRequest,
         ResumeSessionResponse,
+        SessionConfigOption,
+        SessionModeState,
         SessionUpdate,
+        SetSessionConfigOptionRequest,
+        SetSessionConfigOptionResponse,
+        SetSessionModeRequest,
+        SetSessionModeResponse,
         StopReason,
         ToolCallStatus,
     )
+    from subagents.transports.process import AgentProcess
 
-__all__ = ("SCENARIOS", "ReferenceAgent", "main")
+__all__ = ("AUTH_ENV_VAR", "MODES", "SCENARIOS", "SESSION_DIR_ENV_VAR", "ReferenceAgent", "main")
 
 SCENARIOS: Final[dict[str, str]] = {
     "echo": "Echo the prompt (the default)",
@@ -130,8 +190,29 @@ SCENARIOS: Final[dict[str, str]] = {
     "print": "Call print() in agent code",
     "stop": "End with a given stop reason (stop REASON)",
     "fail": "Answer the prompt with a JSON-RPC error",
+    "mcp": "List the MCP servers connected at session setup and their tools",
 }
 """Scenario keywords and what they do (also sent as the session's available commands)."""
+
+SESSION_DIR_ENV_VAR: Final = "SUBAGENTS_REFERENCE_SESSION_DIR"
+"""Where sessions are saved (when set), so another process can load or resume them."""
+AUTH_ENV_VAR: Final = "SUBAGENTS_REFERENCE_REQUIRE_AUTH"
+"""When set (to an auth method id), sessions need ``authenticate`` with that id first."""
+
+MODES: Final[dict[str, tuple[str, str]]] = {
+    "ask": ("Ask", "Answer without changing anything (the scenarios run the same)"),
+    "code": ("Code", "Write and run code (the scenarios run the same)"),
+}
+"""Session mode ids, their names and descriptions; a new session starts in ``code``."""
+_DEFAULT_MODE: Final = "code"
+_CONFIG_ID: Final = "verbosity"
+_CONFIG_VALUES: Final[dict[str, str]] = {"brief": "Brief", "full": "Full"}
+_CONFIG_DEFAULT: Final = "brief"
+
+_MCP_PROTOCOL_VERSION: Final = "2025-06-18"
+_MCP_TIMEOUT: Final = 5.0
+"""How long an MCP server may take to start, and to answer each request."""
+_MCP_MAX_LINE: Final = 4 * 1024 * 1024
 
 _TICK: Final = 0.1
 _STOP_REASONS: Final = ("end_turn", "max_tokens", "max_turn_requests", "refusal")
@@ -156,7 +237,7 @@ def _describe(block: ContentBlock) -> str:
         resource = block.resource
         text = getattr(resource, "text", None)
         return text if isinstance(text, str) else f"[resource {resource.uri}]"
-    return f"[{block.type}]"
+    return f"[{block.type} {block.mime_type}]"  # an image or audio: described, never decoded
 
 
 def _int_arg(words: list[str], default: int) -> int:
@@ -172,6 +253,19 @@ def _history() -> list[tuple[_Role, str]]:
     return []
 
 
+def _mcp_results() -> list[_McpResult]:
+    return []
+
+
+@dataclass(frozen=True)
+class _McpResult:
+    """What connecting to one MCP server gave: its tools, or why it failed."""
+
+    name: str
+    tools: tuple[str, ...] = ()
+    error: str | None = None
+
+
 @dataclass
 class _Session:
     session_id: str
@@ -179,6 +273,178 @@ class _Session:
     history: list[tuple[_Role, str]] = field(default_factory=_history)
     title: str | None = None
     updated_at: str = field(default_factory=_now)
+    mode_id: str = _DEFAULT_MODE
+    verbosity: str = _CONFIG_DEFAULT
+    mcp: list[_McpResult] = field(default_factory=_mcp_results)
+    """The MCP servers of the last session setup (new, load or resume); not saved."""
+
+    def modes(self) -> SessionModeState:
+        available = [
+            acp.SessionMode(id=mode_id, name=name, description=description)
+            for mode_id, (name, description) in MODES.items()
+        ]
+        return acp.SessionModeState(current_mode_id=self.mode_id, available_modes=available)
+
+    def config_options(self) -> list[SessionConfigOption]:
+        values = [
+            acp.SessionConfigSelectOption(value=value, name=name)
+            for value, name in _CONFIG_VALUES.items()
+        ]
+        options: list[SessionConfigOption] = [
+            acp.SelectSessionConfigOption(
+                id=_CONFIG_ID,
+                name="Verbosity",
+                description="How much the agent says (stored and reported only)",
+                current_value=self.verbosity,
+                options=values,
+            )
+        ]
+        return options
+
+
+# ---------------------------------------------------------------------------- MCP over stdio
+
+
+class _McpFailure(Exception):
+    pass
+
+
+@final
+class _McpClient:
+    """The client end of one stdio MCP server: JSON-RPC 2.0, one message per line."""
+
+    def __init__(self, child: AgentProcess) -> None:
+        self.child = child
+        self._buffer = bytearray()
+        self._ids = itertools.count(1)
+
+    async def _send(self, message: dict[str, object]) -> None:
+        import json
+
+        await self.child.stdin.send(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+
+    async def _read_line(self) -> bytes:
+        while True:
+            end = self._buffer.find(b"\n")
+            if end >= 0:
+                line = bytes(self._buffer[:end])
+                del self._buffer[: end + 1]
+                return line
+            if len(self._buffer) > _MCP_MAX_LINE:
+                raise _McpFailure(f"a line longer than {_MCP_MAX_LINE} bytes")
+            self._buffer += await self.child.stdout.receive()
+
+    async def notify(self, method: str) -> None:
+        await self._send({"jsonrpc": "2.0", "method": method})
+
+    async def request(self, method: str, params: dict[str, object]) -> dict[str, object]:
+        """Send a request; its result, within :data:`_MCP_TIMEOUT` seconds."""
+        import json
+
+        request_id = next(self._ids)
+        await self._send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        with anyio.move_on_after(_MCP_TIMEOUT):
+            while True:
+                line = await self._read_line()
+                if not line.strip():
+                    continue
+                try:
+                    parsed: object = json.loads(line)
+                except ValueError:
+                    raise _McpFailure(f"not JSON on stdout: {line[:200]!r}") from None
+                if not isinstance(parsed, dict):
+                    continue
+                message = cast("dict[str, object]", parsed)
+                if "method" in message:
+                    if "id" in message:  # a request from the server: we offer nothing
+                        error = {"code": -32601, "message": "Method not found"}
+                        await self._send({"jsonrpc": "2.0", "id": message["id"], "error": error})
+                    continue
+                if message.get("id") != request_id:
+                    continue
+                if "error" in message:
+                    raise _McpFailure(f"{method} was answered with an error: {message['error']}")
+                result = message.get("result")
+                if not isinstance(result, dict):
+                    raise _McpFailure(f"{method} was answered without a result object")
+                return cast("dict[str, object]", result)
+        raise _McpFailure(f"no answer to {method} within {_MCP_TIMEOUT:g} s")
+
+    async def handshake(self) -> tuple[str, ...]:
+        """``initialize``, ``notifications/initialized``, ``tools/list``: the tool names."""
+        await self.request(
+            "initialize",
+            {
+                "protocolVersion": _MCP_PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": ReferenceAgent.agent_name, "version": __version__},
+            },
+        )
+        await self.notify("notifications/initialized")
+        listed = await self.request("tools/list", {})
+        tools = listed.get("tools")
+        if not isinstance(tools, list):
+            raise _McpFailure("tools/list was answered without a tools list")
+        names: list[str] = []
+        for tool in cast("list[object]", tools):
+            name = cast("dict[str, object]", tool).get("name") if isinstance(tool, dict) else None
+            if isinstance(name, str):
+                names.append(name)
+        return tuple(names)
+
+
+async def _connect_stdio(server: McpServerStdio) -> _McpResult:
+    """Start one stdio MCP server, list its tools, stop it; never raises (but cancellation)."""
+    from subagents.transports.process import ProcessStartError, open_agent_process
+
+    env = {variable.name: variable.value for variable in server.env}
+    tools: tuple[str, ...] = ()
+    error: str | None = None
+    try:
+        async with open_agent_process(
+            [server.command, *server.args],
+            env=env,
+            start_timeout=_MCP_TIMEOUT,
+            close_timeout=1.0,
+            term_timeout=1.0,
+            kill_timeout=1.0,
+            name=f"mcp-{server.name}",
+        ) as child:
+            try:
+                tools = await _McpClient(child).handshake()
+            except (_McpFailure, anyio.EndOfStream) as exc:
+                error = str(exc) or "the server closed its stdout"
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+                error = f"the connection broke ({type(exc).__name__}: {exc})"
+        if error is not None and child.exit is not None:
+            error = f"{error}; the server {child.exit.describe()}"
+    except ProcessStartError as exc:
+        error = str(exc)
+    except (ValueError, OSError) as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    if error is not None:
+        sys.stderr.write(f"reference agent: MCP server {server.name!r} skipped: {error}\n")
+        sys.stderr.flush()
+        return _McpResult(server.name, error=error)
+    return _McpResult(server.name, tools)
+
+
+async def _connect_mcp(servers: Sequence[McpServer]) -> list[_McpResult]:
+    """Connect to every server at once (each bounded); one result per server, in order."""
+    results: list[_McpResult | None] = [None] * len(servers)
+
+    async def connect(index: int, server: McpServer) -> None:
+        if isinstance(server, acp.McpServerStdio):
+            results[index] = await _connect_stdio(server)
+            return
+        error = f"the {server.type} transport is not supported (only stdio is advertised)"
+        sys.stderr.write(f"reference agent: MCP server {server.name!r} skipped: {error}\n")
+        results[index] = _McpResult(server.name, error=error)
+
+    async with anyio.create_task_group() as tg:
+        for index, server in enumerate(servers):
+            tg.start_soon(connect, index, server)
+    return [result for result in results if result is not None]
 
 
 @final
@@ -393,6 +659,25 @@ class _Run:
         await self.say("Printed a line with print(); it went to stderr, not to the protocol.")
         return "end_turn"
 
+    async def mcp(self) -> StopReason:
+        servers = self.session.mcp
+        if not servers:
+            await self.say("No MCP servers were given for this session.")
+            return "end_turn"
+        connected = [
+            f"{server.name} (tools: {', '.join(server.tools) or 'none'})"
+            for server in servers
+            if server.error is None
+        ]
+        failed = [f"{server.name} ({server.error})" for server in servers if server.error]
+        parts: list[str] = []
+        if connected:
+            parts.append("MCP servers connected: " + "; ".join(connected) + ".")
+        if failed:
+            parts.append("MCP servers that failed: " + "; ".join(failed) + ".")
+        await self.say(" ".join(parts))
+        return "end_turn"
+
     async def stop(self, words: list[str]) -> StopReason:
         reason = words[1] if len(words) > 1 else ""
         for candidate in _STOP_REASONS:
@@ -410,12 +695,15 @@ class ReferenceAgent(Agent):
     agent_title = "subagents reference agent"
     agent_version = __version__
 
-    def __init__(self, session_dir: str | None = None) -> None:
+    def __init__(self, session_dir: str | None = None, auth_method: str | None = None) -> None:
         self.sessions: dict[str, _Session] = {}
         self._tool_calls = itertools.count(1)
-        self.session_dir = session_dir or os.environ.get("SUBAGENTS_REFERENCE_SESSION_DIR")
+        self.session_dir = session_dir or os.environ.get(SESSION_DIR_ENV_VAR) or None
         """Where sessions are saved (one JSON file each), so a new process can load them;
         ``None`` keeps them in memory only."""
+        self.auth_method = auth_method or os.environ.get(AUTH_ENV_VAR) or None
+        """The auth method id sessions need (``authenticate`` first); ``None``: no auth."""
+        self._authenticated: weakref.WeakSet[ClientConnection] = weakref.WeakSet()
 
     def _save(self, session: _Session) -> None:
         if self.session_dir is None:
@@ -430,6 +718,8 @@ class ReferenceAgent(Agent):
             "history": [[role, text] for role, text in session.history],
             "title": session.title,
             "updatedAt": session.updated_at,
+            "modeId": session.mode_id,
+            "config": {_CONFIG_ID: session.verbosity},
         }
         with open(path + ".tmp", "w", encoding="utf-8") as f:
             json.dump(data, f)
@@ -450,6 +740,15 @@ class ReferenceAgent(Agent):
             ("user" if role == "user" else "agent", str(text)) for role, text in data["history"]
         ]
         session = _Session(session_id, str(data["cwd"]), history, data.get("title"))
+        # Files saved before modes and config options existed have neither: the defaults.
+        mode_id = data.get("modeId")
+        if isinstance(mode_id, str) and mode_id in MODES:
+            session.mode_id = mode_id
+        config = data.get("config")
+        if isinstance(config, dict):
+            verbosity = cast("dict[str, object]", config).get(_CONFIG_ID)
+            if isinstance(verbosity, str) and verbosity in _CONFIG_VALUES:
+                session.verbosity = verbosity
         self.sessions[session_id] = session
         return session
 
@@ -458,8 +757,47 @@ class ReferenceAgent(Agent):
 
     def capabilities(self, params: InitializeRequest) -> AgentCapabilities:
         capabilities = super().capabilities(params)
-        capabilities.prompt_capabilities = acp.PromptCapabilities(embedded_context=True)
+        capabilities.prompt_capabilities = acp.PromptCapabilities(
+            image=True, audio=True, embedded_context=True
+        )
+        # session-setup.mdx: every agent MUST support stdio MCP servers; no others here.
+        capabilities.mcp_capabilities = acp.McpCapabilities(http=False, sse=False)
         return capabilities
+
+    async def initialize(
+        self, params: InitializeRequest, conn: ClientConnection
+    ) -> InitializeResponse:
+        response = await super().initialize(params, conn)
+        if self.auth_method is not None:
+            response.auth_methods = [
+                acp.AuthMethodAgent(
+                    id=self.auth_method,
+                    name="Reference token",
+                    description="Test authentication: authenticate with this method id, "
+                    "nothing else is needed",
+                )
+            ]
+        return response
+
+    async def authenticate(
+        self, params: AuthenticateRequest, conn: ClientConnection
+    ) -> AuthenticateResponse:
+        if self.auth_method is None or params.method_id != self.auth_method:
+            offered: list[JsonValue] = [] if self.auth_method is None else [self.auth_method]
+            raise RPCError.invalid_params(
+                {"methodId": params.method_id, "reason": "unknown auth method", "offered": offered}
+            )
+        self._authenticated.add(conn)
+        return acp.AuthenticateResponse()
+
+    def _check_auth(self, conn: ClientConnection) -> None:
+        if self.auth_method is None or conn in self._authenticated:
+            return
+        raise RPCError(
+            ErrorCode.AUTH_REQUIRED,
+            f"Authentication required: call authenticate with methodId {self.auth_method!r} first",
+            {"authMethods": [self.auth_method]},
+        )
 
     def _session(self, session_id: str) -> _Session:
         session = self.sessions.get(session_id) or self._load(session_id)
@@ -475,8 +813,10 @@ class ReferenceAgent(Agent):
     async def new_session(
         self, params: NewSessionRequest, conn: ClientConnection
     ) -> NewSessionResponse:
+        self._check_auth(conn)
         self._check_cwd(params.cwd)
-        session = _Session(_new_id(), params.cwd)
+        mcp = await _connect_mcp(params.mcp_servers)
+        session = _Session(_new_id(), params.cwd, mcp=mcp)
         self.sessions[session.session_id] = session
         self._save(session)
         commands = [
@@ -488,14 +828,20 @@ class ReferenceAgent(Agent):
             session.session_id,
             acp.AvailableCommandsUpdateSessionUpdate(available_commands=commands),
         )
-        return acp.NewSessionResponse(session_id=session.session_id)
+        return acp.NewSessionResponse(
+            session_id=session.session_id,
+            modes=session.modes(),
+            config_options=session.config_options(),
+        )
 
     async def load_session(
         self, params: LoadSessionRequest, conn: ClientConnection
     ) -> LoadSessionResponse:
+        self._check_auth(conn)
         self._check_cwd(params.cwd)
         session = self._session(params.session_id)
         session.cwd = params.cwd
+        session.mcp = await _connect_mcp(params.mcp_servers)
         # session-setup.mdx: replay the whole conversation, then answer.
         for role, text in session.history:
             block = acp.TextContentBlock(text=text)
@@ -505,14 +851,64 @@ class ReferenceAgent(Agent):
                 else acp.AgentMessageChunkSessionUpdate(content=block)
             )
             await conn.send_update(session.session_id, update)
-        return acp.LoadSessionResponse()
+        return acp.LoadSessionResponse(
+            modes=session.modes(), config_options=session.config_options()
+        )
 
     async def resume_session(
         self, params: ResumeSessionRequest, conn: ClientConnection
     ) -> ResumeSessionResponse:
+        self._check_auth(conn)
         self._check_cwd(params.cwd)
-        self._session(params.session_id).cwd = params.cwd
-        return acp.ResumeSessionResponse()
+        session = self._session(params.session_id)
+        session.cwd = params.cwd
+        session.mcp = await _connect_mcp(params.mcp_servers or [])
+        return acp.ResumeSessionResponse(
+            modes=session.modes(), config_options=session.config_options()
+        )
+
+    async def set_session_mode(
+        self, params: SetSessionModeRequest, conn: ClientConnection
+    ) -> SetSessionModeResponse:
+        self._check_auth(conn)
+        session = self._session(params.session_id)
+        if params.mode_id not in MODES:
+            raise RPCError.invalid_params(
+                {"modeId": params.mode_id, "reason": "unknown mode", "availableModes": list(MODES)}
+            )
+        session.mode_id = params.mode_id
+        self._save(session)
+        await conn.send_update(
+            session.session_id, acp.CurrentModeUpdateSessionUpdate(current_mode_id=session.mode_id)
+        )
+        return acp.SetSessionModeResponse()
+
+    async def set_session_config_option(
+        self, params: SetSessionConfigOptionRequest, conn: ClientConnection
+    ) -> SetSessionConfigOptionResponse:
+        self._check_auth(conn)
+        session = self._session(params.session_id)
+        if params.config_id != _CONFIG_ID:
+            raise RPCError.invalid_params(
+                {"configId": params.config_id, "reason": "unknown config option"}
+            )
+        value = params.value
+        if not isinstance(value, str) or value not in _CONFIG_VALUES:
+            raise RPCError.invalid_params(
+                {
+                    "configId": params.config_id,
+                    "value": value,
+                    "reason": "not one of the option's values",
+                    "values": list(_CONFIG_VALUES),
+                }
+            )
+        session.verbosity = value
+        self._save(session)
+        options = session.config_options()
+        await conn.send_update(
+            session.session_id, acp.ConfigOptionUpdateSessionUpdate(config_options=options)
+        )
+        return acp.SetSessionConfigOptionResponse(config_options=session.config_options())
 
     async def list_sessions(
         self, params: ListSessionsRequest, conn: ClientConnection
@@ -546,6 +942,7 @@ class ReferenceAgent(Agent):
         return acp.DeleteSessionResponse()
 
     async def prompt(self, params: PromptRequest, turn: AgentTurn) -> PromptResponse | StopReason:
+        self._check_auth(turn.connection)
         session = self._session(params.session_id)
         text = "".join(_describe(block) for block in params.prompt)
         session.history.append(("user", text))
@@ -585,6 +982,8 @@ class ReferenceAgent(Agent):
             return await run.print_()
         if keyword == "stop":
             return await run.stop(words)
+        if keyword == "mcp":
+            return await run.mcp()
         if keyword == "fail":
             raise RuntimeError("the reference agent failed on purpose (scenario 'fail')")
         return await run.echo(text)

@@ -1,0 +1,60 @@
+"""Helpers for the conformance suite's own tests: run ``subagents conformance`` as a process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+BASELINES = Path(__file__).with_name("baselines")
+REFERENCE = [sys.executable, "-m", "subagents.agents.reference"]
+SDK_ECHO_AGENT = REPO / ".cache" / "acp-sdk-0.12.1-examples" / "echo_agent.py"
+
+
+@dataclass
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+    report: dict[str, Any]
+
+    def status(self, requirement_id: str) -> str:
+        return self.by_id[requirement_id]["status"]
+
+    @property
+    def by_id(self) -> dict[str, dict[str, Any]]:
+        return {r["id"]: r for r in self.report["requirements"]}
+
+
+def run_conformance(
+    tmp_path: Path,
+    agent: list[str],
+    *options: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 240,
+) -> Run:
+    """``subagents conformance --json ... [options] -- agent``, bounded by ``timeout``."""
+    report = tmp_path / "report.json"
+    command = [
+        sys.executable,
+        "-m",
+        "subagents.cli",
+        "conformance",
+        "--json",
+        str(report),
+        *options,
+        "--",
+        *agent,
+    ]
+    child_env = dict(os.environ)
+    child_env.update(env or {})
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=timeout, env=child_env, cwd=tmp_path
+    )
+    data = json.loads(report.read_text()) if report.exists() else {}
+    return Run(done.returncode, done.stdout, done.stderr, data)

@@ -1,0 +1,119 @@
+"""The reference agent is the conforming fixture: it passes every requirement, and the reports
+(terminal, JSON, JUnit) say so in forms tools can read."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+import jsonschema
+import junitparser
+import pytest
+
+from subagents.conformance.requirements import REQUIREMENTS, Tier
+
+from .conftest import REFERENCE, Run, run_conformance
+
+REPORT_SCHEMA = json.loads(
+    resources.files("subagents.conformance").joinpath("report.schema.json").read_text()
+)
+
+
+@pytest.fixture(scope="module")
+def full_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Run, Path]:
+    tmp = tmp_path_factory.mktemp("reference")
+    run = run_conformance(tmp, REFERENCE, "--junit", str(tmp / "report.xml"))
+    return run, tmp
+
+
+def test_reference_agent_passes_every_requirement(full_run: tuple[Run, Path]) -> None:
+    """Done means (issue 5): `subagents conformance -- python -m <reference agent>` passes
+    everything (only the --auth-method gate stays closed: it advertises no auth)."""
+    run, _ = full_run
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.report["verdict"] == "conformant"
+    for item in run.report["requirements"]:
+        tier = REQUIREMENTS[item["id"]].tier
+        if item["id"] == "ACP-AUTH-002":
+            assert item["status"] == "n/a"
+        elif tier is Tier.INFORMATIONAL:
+            assert item["status"] == "info" and item["message"], item
+        else:
+            assert item["status"] == "pass", item
+    assert "verdict: CONFORMANT" in run.stdout
+    print(f"reference agent suite: {run.report['duration']:.1f} s")  # recorded, not asserted
+
+
+def test_json_report_validates_against_its_schema(full_run: tuple[Run, Path]) -> None:
+    """Done means: the JSON report validates (against report.schema.json)."""
+    run, _ = full_run
+    jsonschema.validate(run.report, REPORT_SCHEMA)
+    assert [r["id"] for r in run.report["requirements"]] == list(REQUIREMENTS)
+    assert all(r["citation"].startswith("docs/protocol/v1/") for r in run.report["requirements"])
+
+
+def test_junit_report_is_read_by_a_junit_parser(full_run: tuple[Run, Path]) -> None:
+    """Done means: the JUnit report parses with a JUnit XML parser (junitparser), one case per
+    requirement, grouped by area, with no failure for the conforming agent."""
+    _, tmp = full_run
+    xml = junitparser.JUnitXml.fromfile(str(tmp / "report.xml"))
+    cases = [case for suite in xml for case in suite]
+    assert len(cases) == len(REQUIREMENTS)
+    assert {case.name.split(" ")[0] for case in cases} == set(REQUIREMENTS)
+    assert not [case for case in cases if any(isinstance(r, junitparser.Failure) for r in case.result)]
+    suites = {suite.name for suite in xml}
+    assert "ACP-INIT" in suites and "ACP-CANCEL" in suites
+
+
+def test_terminal_report_groups_by_area_and_counts_per_tier(full_run: tuple[Run, Path]) -> None:
+    run, _ = full_run
+    lines = run.stdout.splitlines()
+    assert "INIT" in lines and "CANCEL" in lines
+    table = [line.split() for line in lines if line.split()[:1] in (["mandatory"], ["capability"])]
+    mandatory = sum(1 for r in REQUIREMENTS.values() if r.tier is Tier.MANDATORY)
+    assert ["mandatory", str(mandatory), "0", "0", "0", "0", "0"] in table
+
+
+def test_a_stale_baseline_entry_is_reported(tmp_path: Path) -> None:
+    """--baseline: an entry expected to fail that now passes is reported as stale, and does not
+    fail the run."""
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(json.dumps({"expected_failures": {"ACP-INIT-002": "old bug"}}))
+    run = run_conformance(tmp_path, REFERENCE, "--baseline", str(baseline), "--only", "ACP-INIT-002")
+    assert run.returncode == 0
+    assert run.report["stale_baseline"] == ["ACP-INIT-002"]
+    assert "stale baseline entries (expected to fail, now pass): ACP-INIT-002" in run.stdout
+    assert "XPASS" in run.stdout
+
+
+def test_a_bad_baseline_is_a_usage_error(tmp_path: Path) -> None:
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(json.dumps({"expected_failures": {"ACP-NOPE-001": "?"}}))
+    run = run_conformance(tmp_path, REFERENCE, "--baseline", str(baseline))
+    assert run.returncode == 2
+    assert "unknown requirement(s) ACP-NOPE-001" in run.stderr
+
+
+def test_an_agent_that_cannot_start_fails_with_the_cause(tmp_path: Path) -> None:
+    run = run_conformance(tmp_path, ["/nonexistent/agent-binary"], "--only", "ACP-INIT-001")
+    assert run.returncode == 1
+    assert "cannot start" in run.report["probe_error"]
+    assert "cannot start" in run.by_id["ACP-INIT-001"]["message"]
+
+
+def test_authentication_blocks_are_a_verdict_not_a_pile_of_failures(tmp_path: Path) -> None:
+    """Auth (issue 5): an agent that needs authentication before session/new gets a clear
+    "blocked by auth" verdict; with --auth-method the same checks pass."""
+    env = {"SUBAGENTS_REFERENCE_REQUIRE_AUTH": "reference-token"}
+    only = ["--only", "ACP-SESSION-001", "--only", "ACP-PROMPT-001", "--only", "ACP-AUTH-002"]
+    blocked = run_conformance(tmp_path, REFERENCE, *only, env=env)
+    assert blocked.returncode == 3, blocked.stdout
+    assert blocked.report["verdict"] == "blocked by authentication"
+    assert blocked.report["auth_required"] is True
+    assert blocked.status("ACP-SESSION-001") == "blocked"
+    assert blocked.status("ACP-PROMPT-001") == "blocked"
+    assert "pass --auth-method" in blocked.stdout
+    authed = run_conformance(tmp_path, REFERENCE, *only, "--auth-method", "reference-token", env=env)
+    assert authed.returncode == 0, authed.stdout
+    assert {authed.status(i) for i in ("ACP-SESSION-001", "ACP-PROMPT-001", "ACP-AUTH-002")} == {"pass"}

@@ -58,3 +58,38 @@ def run_conformance(
     )
     data = json.loads(report.read_text()) if report.exists() else {}
     return Run(done.returncode, done.stdout, done.stderr, data)
+
+
+def run_against_baseline(
+    tmp_path: Path,
+    name: str,
+    agent: list[str],
+    *options: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 900,
+) -> Run:
+    """Run the suite against ``agent`` with its checked-in baseline ``baselines/<name>.json``
+    and assert the result equals it: every expected failure fails, nothing else fails, no
+    entry is stale, the exit status is 0.
+
+    With ``SUBAGENTS_WRITE_BASELINES=1`` the baseline is rewritten from this run instead (and
+    the test is skipped, saying so): use it after a deliberate change of the suite or agent.
+    """
+    import pytest
+
+    baseline = BASELINES / f"{name}.json"
+    if os.environ.get("SUBAGENTS_WRITE_BASELINES") == "1":
+        run = run_conformance(
+            tmp_path, agent, *options, "--write-baseline", str(baseline), env=env, timeout=timeout
+        )
+        pytest.skip(f"baseline {baseline.name} rewritten: {run.report.get('verdict')}")
+    run = run_conformance(tmp_path, agent, *options, "--baseline", str(baseline), env=env, timeout=timeout)
+    assert run.report, run.stderr
+    assert run.report["probe_error"] is None, run.report["probe_error"]
+    expected = set(json.loads(baseline.read_text())["expected_failures"])
+    failures = {r["id"] for r in run.report["requirements"] if r["status"] == "fail"}
+    assert failures == expected, run.stdout
+    assert run.report["stale_baseline"] == []
+    assert run.returncode == 0, run.stdout
+    print(f"{name}: {run.report['agent']} in {run.report['duration']:.1f} s")
+    return run

@@ -13,7 +13,7 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, cast
 
 import anyio
 
@@ -94,8 +94,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     from .requirements import REQUIREMENTS
     from .runner import RequirementResult, run_suite
 
-    out = out or sys.stdout
-    err = err or sys.stderr
+    out = out or cast(TextIO, sys.stdout)
+    err = err or cast(TextIO, sys.stderr)
     command = list(args.agent)
     if command and command[0] == "--":
         command = command[1:]
@@ -127,7 +127,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         unknown = sorted(set(baseline) - set(REQUIREMENTS))
         if unknown:
             err.write(
-                f"subagents conformance: the baseline names unknown requirement(s) {', '.join(unknown)}\n"
+                "subagents conformance: the baseline names unknown requirement(s) "
+                f"{', '.join(unknown)}\n"
             )
             return 2
     if args.jobs < 1:

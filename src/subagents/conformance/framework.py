@@ -157,22 +157,24 @@ class CheckContext:
             _init_params(wire, protocol_version),
             timeout=self.options.startup_timeout,
         )
-        if not response.ok or not isinstance(response.result, dict):
+        result = response.result
+        if not response.ok or not isinstance(result, dict):
             self.fail(f"initialize failed: {response.describe()}")
         if self.options.auth_method is not None:
             auth = await self.call(wire, "authenticate", {"methodId": self.options.auth_method})
             if not auth.ok:
                 self.fail(f"authenticate {self.options.auth_method!r} failed: {auth.describe()}")
-        return cast(dict[str, Any], response.result)
+        return cast(dict[str, Any], result)
 
     async def new_session(self, wire: AgentWire, **overrides: Any) -> str:
         """``session/new`` in the check's directory; the session id."""
         response = await self.call(wire, "session/new", wire.new_session_params(**overrides))
         if response.error_code == AUTH_REQUIRED and self.options.auth_method is None:
             raise BlockedByAuth(f"session/new: {response.describe()}")
-        if not response.ok or not isinstance(response.result, dict):
+        result = response.result
+        if not response.ok or not isinstance(result, dict):
             self.fail(f"session/new failed: {response.describe()}")
-        session_id = cast(dict[str, Any], response.result).get("sessionId")
+        session_id = cast(dict[str, Any], result).get("sessionId")
         if not isinstance(session_id, str) or not session_id:
             self.fail(f"session/new returned no sessionId: {response.describe()}")
         return session_id

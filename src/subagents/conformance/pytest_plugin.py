@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import pytest
@@ -51,7 +51,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _options(config: pytest.Config) -> Options:
-    command = shlex.split(config.getoption("--acp-agent"))
+    command = shlex.split(cast(str, config.getoption("--acp-agent")))
     if command and "/" in command[0]:
         command[0] = str(Path(command[0]).absolute())
     workdir = config.stash.get(_WORKDIR, None)
@@ -63,11 +63,11 @@ def _options(config: pytest.Config) -> Options:
     return Options(
         command=tuple(command),
         workdir=workdir,
-        timeout=config.getoption("--acp-timeout"),
-        startup_timeout=config.getoption("--acp-startup-timeout"),
+        timeout=cast(float, config.getoption("--acp-timeout")),
+        startup_timeout=cast(float, config.getoption("--acp-startup-timeout")),
         auth_method=config.getoption("--acp-auth-method"),
-        prompt=config.getoption("--acp-prompt"),
-        cancel_prompt=config.getoption("--acp-cancel-prompt"),
+        prompt=cast(str, config.getoption("--acp-prompt")),
+        cancel_prompt=cast(str, config.getoption("--acp-cancel-prompt")),
     )
 
 
@@ -84,7 +84,7 @@ class ConformanceItem(pytest.Item):
     """One requirement of the suite, run as a test."""
 
     def __init__(self, *, requirement: Requirement, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+        super().__init__(**kwargs)  # pyright: ignore[reportUnknownMemberType]
         self.requirement = requirement
         self.add_marker(pytest.mark.acp_conformance)
 
@@ -143,7 +143,9 @@ def pytest_collection_modifyitems(
     if not config.getoption("--acp-agent"):
         return
     added: list[pytest.Item] = [
-        ConformanceItem.from_parent(session, name=requirement.id, requirement=requirement)
+        ConformanceItem.from_parent(  # pyright: ignore[reportUnknownMemberType]
+            session, name=requirement.id, requirement=requirement
+        )
         for requirement in REQUIREMENTS.values()
     ]
     keyword = config.getoption("keyword")

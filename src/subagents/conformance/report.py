@@ -47,7 +47,9 @@ def load_baseline(path: str | Path) -> dict[str, str]:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ValueError(f"cannot read the baseline {path}: {exc}") from exc
-    expected = data.get("expected_failures") if isinstance(data, dict) else None
+    expected = (
+        cast(dict[str, Any], data).get("expected_failures") if isinstance(data, dict) else None
+    )
     if not isinstance(expected, dict):
         raise ValueError(f'baseline {path}: expected {{"expected_failures": {{id: reason}}}}')
     return {str(k): str(v) for k, v in cast(dict[str, Any], expected).items()}

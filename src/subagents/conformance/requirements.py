@@ -81,26 +81,24 @@ class Requirement:
         return f"{page}{schema} @ agent-client-protocol {SPEC_COMMIT[:12]}"
 
 
-M, C, A, I = Tier.MANDATORY, Tier.CAPABILITY, Tier.ADVISORY, Tier.INFORMATIONAL
-
 _ALL: tuple[Requirement, ...] = (
     # -- transport ------------------------------------------------------------------------
     Requirement(
         "ACP-TRANSPORT-001",
-        M,
+        Tier.MANDATORY,
         "Every line the agent writes to stdout is one valid JSON-RPC 2.0 message: the agent "
         "writes nothing to stdout that is not an ACP message.",
         "transports.mdx#stdio",
     ),
     Requirement(
         "ACP-TRANSPORT-002",
-        M,
+        Tier.MANDATORY,
         "The agent's stdout is valid UTF-8.",
         "transports.mdx#stdio",
     ),
     Requirement(
         "ACP-TRANSPORT-003",
-        M,
+        Tier.MANDATORY,
         "Messages are delimited by newlines and contain no embedded newline (a message is "
         "never spread over several lines).",
         "transports.mdx#stdio",
@@ -108,14 +106,14 @@ _ALL: tuple[Requirement, ...] = (
     # -- JSON-RPC -------------------------------------------------------------------------
     Requirement(
         "ACP-JSONRPC-001",
-        M,
+        Tier.MANDATORY,
         "A response's id echoes the request's id exactly, for integer and string ids.",
         "overview.mdx",
         "#/$defs/RequestId",
     ),
     Requirement(
         "ACP-JSONRPC-002",
-        M,
+        Tier.MANDATORY,
         'A response carries exactly one of "result" and "error"; an error has an integer '
         '"code" and a string "message".',
         "overview.mdx",
@@ -123,28 +121,28 @@ _ALL: tuple[Requirement, ...] = (
     ),
     Requirement(
         "ACP-JSONRPC-003",
-        M,
+        Tier.MANDATORY,
         "Notifications never receive a response, success or error (session/cancel, an "
         "unknown _-prefixed notification).",
         "overview.mdx",
     ),
     Requirement(
         "ACP-JSONRPC-004",
-        A,
+        Tier.ADVISORY,
         "An unknown method is answered with error -32601 (method not found).",
         "extensibility.mdx#custom-requests",
         "#/$defs/ErrorCode",
     ),
     Requirement(
         "ACP-JSONRPC-005",
-        A,
+        Tier.ADVISORY,
         "After an erroneous request the connection stays usable: the next request succeeds.",
         "overview.mdx",
     ),
     # -- initialization -------------------------------------------------------------------
     Requirement(
         "ACP-INIT-001",
-        M,
+        Tier.MANDATORY,
         "initialize succeeds; the result validates against the schema (capabilities included) "
         "and carries an integer protocolVersion.",
         "initialization.mdx",
@@ -152,20 +150,20 @@ _ALL: tuple[Requirement, ...] = (
     ),
     Requirement(
         "ACP-INIT-002",
-        M,
+        Tier.MANDATORY,
         "When the client requests protocol version 1, the agent responds with 1.",
         "initialization.mdx#protocol-version",
     ),
     Requirement(
         "ACP-INIT-003",
-        M,
+        Tier.MANDATORY,
         "When the client requests a version the agent does not support (65535), the agent "
         "responds successfully with the latest version it supports, not the requested one.",
         "initialization.mdx#protocol-version",
     ),
     Requirement(
         "ACP-INIT-004",
-        A,
+        Tier.ADVISORY,
         "The initialize result names the agent: agentInfo with name and version.",
         "initialization.mdx#implementation-information",
         "#/$defs/Implementation",
@@ -173,7 +171,7 @@ _ALL: tuple[Requirement, ...] = (
     # -- schema ---------------------------------------------------------------------------
     Requirement(
         "ACP-SCHEMA-001",
-        M,
+        Tier.MANDATORY,
         "Every message the agent sends in a basic exchange (initialize, session/new, a prompt "
         "turn with its updates) validates against the vendored v1 schema.",
         "overview.mdx",
@@ -181,7 +179,7 @@ _ALL: tuple[Requirement, ...] = (
     ),
     Requirement(
         "ACP-SCHEMA-002",
-        A,
+        Tier.ADVISORY,
         "The agent's params and results carry no fields the schema does not define, outside "
         "_meta (a leniency-only defect: clients that are strict reject them).",
         "extensibility.mdx#the-_meta-field",
@@ -189,41 +187,41 @@ _ALL: tuple[Requirement, ...] = (
     # -- sessions -------------------------------------------------------------------------
     Requirement(
         "ACP-SESSION-001",
-        M,
+        Tier.MANDATORY,
         "session/new with an absolute cwd and no MCP servers succeeds with a non-empty sessionId.",
         "session-setup.mdx#creating-a-session",
         "#/$defs/NewSessionResponse",
     ),
     Requirement(
         "ACP-SESSION-002",
-        M,
+        Tier.MANDATORY,
         "Two session/new calls on one connection return different session ids.",
         "session-setup.mdx#creating-a-session",
     ),
     Requirement(
         "ACP-PATHS-001",
-        M,
+        Tier.MANDATORY,
         "Every file path the agent sends (fs/* paths, tool call locations, diffs, terminal "
         "cwd) is absolute.",
         "overview.mdx#argument-requirements",
     ),
     Requirement(
         "ACP-MCP-001",
-        M,
+        Tier.MANDATORY,
         "All agents support MCP servers over stdio: session/new with a stdio MCP server succeeds.",
         "session-setup.mdx#mcp-servers",
         "#/$defs/McpServerStdio",
     ),
     Requirement(
         "ACP-MCP-002",
-        A,
+        Tier.ADVISORY,
         "The agent connects to the MCP servers the client gives it: the stdio server is "
         "started and sent an MCP initialize.",
         "session-setup.mdx#mcp-servers",
     ),
     Requirement(
         "ACP-LOAD-001",
-        C,
+        Tier.CAPABILITY,
         "session/load of a session created on the same connection succeeds.",
         "session-setup.mdx#loading-sessions",
         "#/$defs/LoadSessionResponse",
@@ -231,7 +229,7 @@ _ALL: tuple[Requirement, ...] = (
     ),
     Requirement(
         "ACP-LOAD-002",
-        C,
+        Tier.CAPABILITY,
         "session/load replays the whole conversation as session/update notifications, all "
         "before the response.",
         "session-setup.mdx#loading-sessions",
@@ -239,14 +237,14 @@ _ALL: tuple[Requirement, ...] = (
     ),
     Requirement(
         "ACP-LOAD-003",
-        A,
+        Tier.ADVISORY,
         "session/load of a session id that never existed is an error, not a success.",
         "session-setup.mdx#loading-sessions",
         gate="agentCapabilities.loadSession",
     ),
     Requirement(
         "ACP-RESUME-001",
-        C,
+        Tier.CAPABILITY,
         "session/resume of a session created on the same connection succeeds, and the session "
         "takes a prompt afterwards.",
         "session-setup.mdx#resuming-sessions",
@@ -255,7 +253,7 @@ _ALL: tuple[Requirement, ...] = (
     ),
     Requirement(
         "ACP-RESUME-002",
-        C,
+        Tier.CAPABILITY,
         "session/resume does not replay the conversation: no session/update for the session "
         "arrives before its response.",
         "session-setup.mdx#resuming-sessions",
@@ -263,7 +261,7 @@ _ALL: tuple[Requirement, ...] = (
     ),
     Requirement(
         "ACP-LIST-001",
-        C,
+        Tier.CAPABILITY,
         "session/list returns a sessions array that includes a session just created (filtered "
         "by its cwd).",
         "session-list.mdx",
@@ -272,7 +270,7 @@ _ALL: tuple[Requirement, ...] = (
     ),
     Requirement(
         "ACP-LIST-002",
-        C,
+        Tier.CAPABILITY,
         "session/list returns an empty sessions array when no session matches (a cwd no "
         "session uses).",
         "session-list.mdx",
@@ -280,14 +278,14 @@ _ALL: tuple[Requirement, ...] = (
     ),
     Requirement(
         "ACP-LIST-003",
-        A,
+        Tier.ADVISORY,
         "session/list with an invalid cursor is an error.",
         "session-list.mdx#pagination",
         gate="agentCapabilities.sessionCapabilities.list",
     ),
     Requirement(
         "ACP-DELETE-001",
-        C,
+        Tier.CAPABILITY,
         "session/delete of an existing session succeeds (and it is no longer listed, when the "
         "agent lists sessions).",
         "session-delete.mdx",
@@ -296,14 +294,14 @@ _ALL: tuple[Requirement, ...] = (
     ),
     Requirement(
         "ACP-DELETE-002",
-        A,
+        Tier.ADVISORY,
         "Deleting a session that never existed succeeds silently.",
         "session-delete.mdx",
         gate="agentCapabilities.sessionCapabilities.delete",
     ),
     Requirement(
         "ACP-CLOSE-001",
-        C,
+        Tier.CAPABILITY,
         "session/close of an idle session succeeds.",
         "session-setup.mdx#closing-sessions",
         "#/$defs/CloseSessionResponse",
@@ -311,7 +309,7 @@ _ALL: tuple[Requirement, ...] = (
     ),
     Requirement(
         "ACP-CLOSE-002",
-        C,
+        Tier.CAPABILITY,
         "session/close during a running prompt cancels it as session/cancel would: the prompt "
         'is answered with stopReason "cancelled".',
         "session-setup.mdx#closing-sessions",
@@ -320,7 +318,7 @@ _ALL: tuple[Requirement, ...] = (
     # -- prompt turn ----------------------------------------------------------------------
     Requirement(
         "ACP-PROMPT-001",
-        M,
+        Tier.MANDATORY,
         "A text-only session/prompt is answered with a result whose stopReason is one of the "
         "defined StopReason values.",
         "prompt-turn.mdx#4-check-for-completion",
@@ -328,14 +326,14 @@ _ALL: tuple[Requirement, ...] = (
     ),
     Requirement(
         "ACP-PROMPT-002",
-        M,
+        Tier.MANDATORY,
         "Every session/update sent during a prompt turn carries the prompted session's id.",
         "prompt-turn.mdx#3-agent-reports-output",
         "#/$defs/SessionNotification",
     ),
     Requirement(
         "ACP-PROMPT-003",
-        A,
+        Tier.ADVISORY,
         "A prompt with a resource_link content block alongside text is accepted (the docs "
         "disagree on whether this is a MUST).",
         "initialization.mdx#prompt-capabilities",
@@ -343,14 +341,14 @@ _ALL: tuple[Requirement, ...] = (
     ),
     Requirement(
         "ACP-PROMPT-004",
-        A,
+        Tier.ADVISORY,
         "A prompt of 1 MiB of text is answered (with any stop reason or an error), and the "
         "agent keeps working.",
         "prompt-turn.mdx",
     ),
     Requirement(
         "ACP-PROMPTCAP-001",
-        C,
+        Tier.CAPABILITY,
         "With promptCapabilities.image, a prompt with an image block is accepted.",
         "content.mdx#image-content",
         "#/$defs/ImageContent",
@@ -358,7 +356,7 @@ _ALL: tuple[Requirement, ...] = (
     ),
     Requirement(
         "ACP-PROMPTCAP-002",
-        C,
+        Tier.CAPABILITY,
         "With promptCapabilities.audio, a prompt with an audio block is accepted.",
         "content.mdx#audio-content",
         "#/$defs/AudioContent",
@@ -366,7 +364,7 @@ _ALL: tuple[Requirement, ...] = (
     ),
     Requirement(
         "ACP-PROMPTCAP-003",
-        C,
+        Tier.CAPABILITY,
         "With promptCapabilities.embeddedContext, a prompt with an embedded resource is accepted.",
         "content.mdx#embedded-resource",
         "#/$defs/EmbeddedResource",
@@ -374,59 +372,59 @@ _ALL: tuple[Requirement, ...] = (
     ),
     Requirement(
         "ACP-META-001",
-        A,
+        Tier.ADVISORY,
         "A session/prompt carrying _meta is accepted.",
         "extensibility.mdx#the-_meta-field",
     ),
     # -- cancellation ---------------------------------------------------------------------
     Requirement(
         "ACP-CANCEL-001",
-        M,
+        Tier.MANDATORY,
         "After session/cancel during a running prompt, the prompt is answered with a result "
         'whose stopReason is "cancelled", not an error.',
         "prompt-turn.mdx#cancellation",
     ),
     Requirement(
         "ACP-CANCEL-002",
-        M,
+        Tier.MANDATORY,
         "Every session/update of a cancelled turn arrives before the prompt's response; none "
         "arrives after it.",
         "prompt-turn.mdx#cancellation",
     ),
     Requirement(
         "ACP-CANCEL-003",
-        A,
+        Tier.ADVISORY,
         "After a cancelled turn the session takes the next prompt.",
         "prompt-turn.mdx#cancellation",
     ),
     # -- what the agent may ask of the client ---------------------------------------------
     Requirement(
         "ACP-CLIENTCAP-001",
-        M,
+        Tier.MANDATORY,
         "The agent calls no fs/* method when the client did not advertise file system access.",
         "file-system.mdx#checking-support",
     ),
     Requirement(
         "ACP-CLIENTCAP-002",
-        M,
+        Tier.MANDATORY,
         "The agent calls no terminal/* method when the client did not advertise terminals.",
         "terminals.mdx#checking-support",
     ),
     Requirement(
         "ACP-CLIENTCAP-003",
-        M,
+        Tier.MANDATORY,
         "The agent sends no elicitation/create when the client did not advertise elicitation.",
         "elicitation.mdx",
     ),
     Requirement(
         "ACP-TERMINAL-001",
-        M,
+        Tier.MANDATORY,
         "Every terminal the agent creates is released with terminal/release before the turn ends.",
         "terminals.mdx#releasing-terminals",
     ),
     Requirement(
         "ACP-PLAN-001",
-        A,
+        Tier.ADVISORY,
         "Each plan update is the complete plan: an entry is not dropped from a later update of "
         "the same turn (heuristic).",
         "agent-plan.mdx#updating-the-plan",
@@ -434,7 +432,7 @@ _ALL: tuple[Requirement, ...] = (
     ),
     Requirement(
         "ACP-PERMISSION-001",
-        A,
+        Tier.ADVISORY,
         "A session/request_permission the client answers rejected does not end the turn with "
         "an error: the prompt is answered with a stop reason.",
         "tool-calls.mdx#requesting-permission",
@@ -443,7 +441,7 @@ _ALL: tuple[Requirement, ...] = (
     # -- modes and configuration options --------------------------------------------------
     Requirement(
         "ACP-MODES-001",
-        C,
+        Tier.CAPABILITY,
         "The session's currentModeId is one of its availableModes.",
         "session-modes.mdx",
         "#/$defs/SessionModeState",
@@ -451,7 +449,7 @@ _ALL: tuple[Requirement, ...] = (
     ),
     Requirement(
         "ACP-MODES-002",
-        C,
+        Tier.CAPABILITY,
         "session/set_mode to another available mode succeeds.",
         "session-modes.mdx#setting-the-current-mode",
         "#/$defs/SetSessionModeResponse",
@@ -459,7 +457,7 @@ _ALL: tuple[Requirement, ...] = (
     ),
     Requirement(
         "ACP-CONFIG-001",
-        C,
+        Tier.CAPABILITY,
         "Every configuration option has a default: a current value (for a select, one of its "
         "options).",
         "session-config-options.mdx",
@@ -468,7 +466,7 @@ _ALL: tuple[Requirement, ...] = (
     ),
     Requirement(
         "ACP-CONFIG-002",
-        C,
+        Tier.CAPABILITY,
         "session/set_config_option answers with the complete list of configuration options.",
         "session-config-options.mdx#setting-a-config-option",
         "#/$defs/SetSessionConfigOptionResponse",
@@ -476,28 +474,28 @@ _ALL: tuple[Requirement, ...] = (
     ),
     Requirement(
         "ACP-CONFIG-003",
-        M,
+        Tier.MANDATORY,
         'No configuration option has type "boolean" unless the client advertised support for it.',
         "session-config-options.mdx",
     ),
     # -- extensibility --------------------------------------------------------------------
     Requirement(
         "ACP-EXT-001",
-        M,
+        Tier.MANDATORY,
         "A custom _-prefixed request gets a response (a result or an error).",
         "extensibility.mdx#custom-requests",
     ),
     # -- authentication -------------------------------------------------------------------
     Requirement(
         "ACP-AUTH-001",
-        M,
+        Tier.MANDATORY,
         "The advertised authMethods have unique ids.",
         "authentication.mdx",
         "#/$defs/AuthMethod",
     ),
     Requirement(
         "ACP-AUTH-002",
-        C,
+        Tier.CAPABILITY,
         "authenticate with the chosen method succeeds, and session/new works after it.",
         "authentication.mdx",
         "#/$defs/AuthenticateResponse",
@@ -506,77 +504,77 @@ _ALL: tuple[Requirement, ...] = (
     # -- errors and hygiene ---------------------------------------------------------------
     Requirement(
         "ACP-ERROR-001",
-        A,
+        Tier.ADVISORY,
         "Error messages are non-empty single lines.",
         "overview.mdx",
         "#/$defs/Error",
     ),
     Requirement(
         "ACP-SHUTDOWN-001",
-        A,
+        Tier.ADVISORY,
         "The agent exits within 5 s once its stdin is closed.",
         "transports.mdx#stdio",
     ),
     Requirement(
         "ACP-SHUTDOWN-002",
-        A,
+        Tier.ADVISORY,
         "Once the agent has exited, no process of its process group is left behind.",
         "transports.mdx#stdio",
     ),
     Requirement(
         "ACP-TIMING-001",
-        A,
+        Tier.ADVISORY,
         "initialize, session/new and an echo prompt are each answered within the suite's timeouts.",
         "overview.mdx",
     ),
     # -- spec gaps: recorded, not judged --------------------------------------------------
     Requirement(
         "ACP-INFO-PARSE-001",
-        I,
+        Tier.INFORMATIONAL,
         "What the agent does with a line that is not JSON (then whether it still answers).",
         "transports.mdx",
     ),
     Requirement(
         "ACP-INFO-BATCH-001",
-        I,
+        Tier.INFORMATIONAL,
         "What the agent does with a JSON-RPC batch (an array of requests).",
         "overview.mdx",
     ),
     Requirement(
         "ACP-INFO-PREINIT-001",
-        I,
+        Tier.INFORMATIONAL,
         "What the agent does with session/new before initialize.",
         "initialization.mdx",
     ),
     Requirement(
         "ACP-INFO-UNKNOWNSESSION-001",
-        I,
+        Tier.INFORMATIONAL,
         "What the agent does with a prompt for a session id it never issued.",
         "prompt-turn.mdx",
     ),
     Requirement(
         "ACP-INFO-CONCURRENT-001",
-        I,
+        Tier.INFORMATIONAL,
         "What the agent does with a second prompt while one runs in the same session.",
         "prompt-turn.mdx",
     ),
     Requirement(
         "ACP-INFO-IDLECANCEL-001",
-        I,
+        Tier.INFORMATIONAL,
         "What the agent does with session/cancel for an idle session (then whether it still "
         "takes a prompt).",
         "prompt-turn.mdx#cancellation",
     ),
     Requirement(
         "ACP-INFO-RELATIVECWD-001",
-        I,
+        Tier.INFORMATIONAL,
         "What the agent does with session/new given a relative cwd (the spec requires "
         "absolute paths of the client).",
         "session-setup.mdx",
     ),
     Requirement(
         "ACP-STDERR-001",
-        I,
+        Tier.INFORMATIONAL,
         "How much the agent writes to stderr during a basic exchange.",
         "transports.mdx#stdio",
     ),

@@ -9,6 +9,7 @@ each check starts its own agent processes, so they do not interfere), each bound
 from __future__ import annotations
 
 import base64
+import dataclasses
 import enum
 import os
 import tempfile
@@ -155,10 +156,11 @@ async def probe_agent(options: Options) -> Probe:
                 timeout=options.timeout,
             ) as wire:
                 init = await wire.initialize(timeout=options.startup_timeout)
-                if not init.ok or not isinstance(init.result, dict):
+                init_result = init.result
+                if not init.ok or not isinstance(init_result, dict):
                     probe.error = f"initialize failed: {init.describe()}"
                     return probe
-                probe.init = cast(dict[str, Any], init.result)
+                probe.init = cast(dict[str, Any], init_result)
                 if options.auth_method is not None:
                     auth = await wire.request("authenticate", {"methodId": options.auth_method})
                     if not auth.ok:
@@ -169,8 +171,8 @@ async def probe_agent(options: Options) -> Probe:
                 session = await wire.request("session/new", wire.new_session_params())
                 if session.error_code == AUTH_REQUIRED:
                     probe.auth_required = True
-                elif session.ok and isinstance(session.result, dict):
-                    probe.session = cast(dict[str, Any], session.result)
+                elif session.ok and isinstance(session_result := session.result, dict):
+                    probe.session = cast(dict[str, Any], session_result)
                 else:
                     probe.error = f"session/new failed: {session.describe()}"
         except WireError as exc:
@@ -229,6 +231,15 @@ async def run_check(requirement: Requirement, options: Options, probe: Probe) ->
     return result
 
 
+def _in_workdir(options: Options, root: str) -> Options:
+    """``options`` for a run whose checks get their directories under ``root``."""
+    command = list(options.command)
+    if command and "/" in command[0]:
+        # Checks run in their own directories: a relative program path means this one.
+        command[0] = os.path.abspath(command[0])
+    return dataclasses.replace(options, command=tuple(command), workdir=Path(root).resolve())
+
+
 async def run_suite(
     options: Options,
     *,
@@ -246,14 +257,8 @@ async def run_suite(
         raise ValueError("jobs must be at least 1")
     wanted = list(REQUIREMENTS.values()) if only is None else [REQUIREMENTS[i] for i in only]
     started = time.monotonic()
-    command = list(options.command)
-    if command and "/" in command[0]:
-        # Checks run in their own directories: a relative program path means this one.
-        command[0] = os.path.abspath(command[0])
     with tempfile.TemporaryDirectory(prefix="acp-conformance-") as root:
-        options = Options(
-            **{**options.__dict__, "command": tuple(command), "workdir": Path(root).resolve()}
-        )
+        options = _in_workdir(options, root)
         probe = await probe_agent(options)
         results: dict[str, RequirementResult] = {}
         limiter = anyio.CapacityLimiter(jobs)

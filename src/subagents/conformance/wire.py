@@ -42,6 +42,13 @@ __all__ = (
 JSON = Any
 MAX_LINE_BYTES = 64 * 1024 * 1024
 
+_Key = tuple[type[object], object]
+"""A request id as matched: by type as well as value (``1`` and ``"1"`` are different ids)."""
+
+
+def _key(request_id: JSON) -> _Key:
+    return (type(cast(object, request_id)), request_id)
+
 
 class WireError(Exception):
     """The exchange with the agent broke off; the message says how."""
@@ -176,8 +183,8 @@ class AgentWire:
         """Everything exchanged, in order (both directions)."""
         self._start = time.monotonic()
         self._ids = itertools.count(1)
-        self._pending: dict[tuple[type, JSON], tuple[str, anyio.Event]] = {}
-        self._answers: dict[tuple[type, JSON], Response] = {}
+        self._pending: dict[_Key, tuple[str, anyio.Event]] = {}
+        self._answers: dict[_Key, Response] = {}
         self._changed = anyio.Event()
         self._eof = False
         self._tg: anyio.abc.TaskGroup | None = None
@@ -291,7 +298,7 @@ class AgentWire:
                 assert self._tg is not None
                 self._tg.start_soon(self._answer_agent, message)
             return
-        key = (type(message["id"]), message["id"])
+        key = _key(message["id"])
         pending = self._pending.pop(key, None)
         if pending is None:
             self.unmatched_responses.append(line)
@@ -317,13 +324,13 @@ class AgentWire:
         elif method == "fs/read_text_file" and client.read_text_file:
             path = Path(str(params.get("path", "")))
             try:
-                result = {"content": path.read_text(encoding="utf-8")}
+                result = {"content": await anyio.Path(path).read_text(encoding="utf-8")}
             except OSError as exc:
                 error = {"code": -32002, "message": f"cannot read {path}: {exc.strerror}"}
         elif method == "fs/write_text_file" and client.write_text_file:
             path = Path(str(params.get("path", "")))
             if path.is_absolute() and path.resolve().is_relative_to(self.cwd.resolve()):
-                path.write_text(str(params.get("content", "")), encoding="utf-8")
+                await anyio.Path(path).write_text(str(params.get("content", "")), encoding="utf-8")
                 result = {}
             else:
                 error = {"code": -32602, "message": f"path outside the check's directory: {path}"}
@@ -404,7 +411,7 @@ class AgentWire:
 
     def answered(self, request_id: JSON) -> bool:
         """Whether the agent has answered request ``request_id``."""
-        return (type(request_id), request_id) in self._answers
+        return _key(request_id) in self._answers
 
     def pending_methods(self) -> list[str]:
         """Methods of the requests still unanswered."""
@@ -419,13 +426,13 @@ class AgentWire:
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params is not None:
             message["params"] = params
-        self._pending[(type(request_id), request_id)] = (method, anyio.Event())
+        self._pending[_key(request_id)] = (method, anyio.Event())
         await self.send(message)
         return request_id
 
     async def wait_response(self, request_id: JSON, timeout: float | None = None) -> Response:
         """The agent's answer to request ``request_id``; :class:`WireTimeout` if none comes."""
-        key = (type(request_id), request_id)
+        key = _key(request_id)
         limit = self.timeout if timeout is None else timeout
         with anyio.move_on_after(limit):
             while key not in self._answers:
@@ -520,7 +527,7 @@ async def open_wire(
 
     On exit the process gets the shutdown ladder (close stdin, SIGTERM, SIGKILL its group).
     """
-    cwd.mkdir(parents=True, exist_ok=True)
+    cwd.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - a private temp dir, instant
     async with open_agent_process(
         command,
         env=env,
@@ -531,7 +538,8 @@ async def open_wire(
         kill_timeout=1.0,
         name="agent-under-test",
     ) as process:
-        wire = AgentWire(process, client or ClientSide(), cwd.resolve(), timeout)
+        resolved = cwd.resolve()  # noqa: ASYNC240 - a private temp dir, instant
+        wire = AgentWire(process, client or ClientSide(), resolved, timeout)
         raised: BaseException | None = None  # re-raised as itself, not in an ExceptionGroup
         async with anyio.create_task_group() as tg:
             wire._tg = tg  # pyright: ignore[reportPrivateUsage]

@@ -109,4 +109,5 @@ ALL_CLIENT = ClientSide(
 
 
 def result_dict(response: Response) -> dict[str, Any]:
-    return cast(dict[str, Any], response.result) if isinstance(response.result, dict) else {}
+    result = response.result
+    return cast(dict[str, Any], result) if isinstance(result, dict) else {}

@@ -48,7 +48,8 @@ async def batch(ctx: CheckContext) -> None:
         await wire.send_raw(json.dumps(batch).encode() + b"\n")
         await wire.quiet(ctx.options.quiet_period)
         ctx.note(
-            f"a batch of two session/new got: {_after(wire, start + 1)}; {await _still_answers(ctx, wire)}"
+            f"a batch of two session/new got: {_after(wire, start + 1)}; "
+            f"{await _still_answers(ctx, wire)}"
         )
 
 
@@ -118,7 +119,8 @@ async def cancel_of_idle_session(ctx: CheckContext) -> None:
         reaction = _after(wire, start + 1)
         response = await ctx.prompt(wire, session_id)
         ctx.note(
-            f"session/cancel of an idle session got: {reaction}; the next prompt: {response.describe()}"
+            f"session/cancel of an idle session got: {reaction}; "
+            f"the next prompt: {response.describe()}"
         )
 
 

@@ -47,7 +47,8 @@ async def version_one_is_kept(ctx: CheckContext) -> None:
         init = await ctx.ready(wire, protocol_version=1)
         if init.get("protocolVersion") != 1:
             ctx.fail(
-                f"protocol version 1 was requested; the agent answered {init.get('protocolVersion')!r}"
+                "protocol version 1 was requested; "
+                f"the agent answered {init.get('protocolVersion')!r}"
             )
 
 
@@ -67,7 +68,8 @@ async def unsupported_version_is_not_echoed(ctx: CheckContext) -> None:
         if not response.ok:
             ctx.fail(
                 "protocol version 65535 was answered with an error "
-                f"({response.describe()}); the agent must answer with the latest version it supports"
+                f"({response.describe()}); "
+                "the agent must answer with the latest version it supports"
             )
         version = result_dict(response).get("protocolVersion")
         if version == 65535:
@@ -101,8 +103,8 @@ async def agent_names_itself(ctx: CheckContext) -> None:
 async def auth_method_ids_are_unique(ctx: CheckContext) -> None:
     async with ctx.agent() as wire:
         init = await ctx.ready(wire)
-        methods = init.get("authMethods") or []
-        ids = [m.get("id") for m in cast(list[dict[str, Any]], methods) if isinstance(m, dict)]
+        methods = cast(list[Any], init.get("authMethods") or [])
+        ids = [cast(dict[str, Any], m).get("id") for m in methods if isinstance(m, dict)]
         duplicates = sorted({str(i) for i in ids if ids.count(i) > 1})
         if duplicates:
             ctx.fail(f"authMethods repeat the id(s) {', '.join(duplicates)}")
@@ -161,13 +163,13 @@ async def stdio_mcp_servers_are_connected(ctx: CheckContext) -> None:
         marker = wire.cwd / "mcp-probe.log"
         session_id = await ctx.new_session(wire, mcpServers=[_mcp_server(str(marker))])
         with anyio.move_on_after(ctx.options.timeout):
-            while not marker.exists():
+            while not marker.exists():  # noqa: ASYNC110 - no event exists for a file appearing
                 await anyio.sleep(0.05)
             return
         # Some agents connect lazily, at the first prompt.
         await ctx.prompt(wire, session_id)
         with anyio.move_on_after(ctx.options.timeout):
-            while not marker.exists():
+            while not marker.exists():  # noqa: ASYNC110 - no event exists for a file appearing
                 await anyio.sleep(0.05)
             return
         ctx.fail("the stdio MCP server given in session/new was never sent an MCP initialize")
@@ -215,7 +217,7 @@ async def leaves_no_process_behind(ctx: CheckContext) -> None:
             ctx.skip("the agent did not exit on stdin EOF (see ACP-SHUTDOWN-001)")
         pgid = wire.process.pid
         with anyio.move_on_after(1.0):
-            while _group_members(pgid):
+            while _group_members(pgid):  # noqa: ASYNC110 - no event exists for non-children
                 await anyio.sleep(0.05)
         left = _group_members(pgid)
         if left:

@@ -28,8 +28,9 @@ def _texts(updates: list[dict[str, Any]], kind: str) -> str:
         update = cast(dict[str, Any], params.get("update"))
         if update.get("sessionUpdate") == kind:
             content = update.get("content")
-            if isinstance(content, dict) and isinstance(content.get("text"), str):
-                parts.append(cast(dict[str, str], content)["text"])
+            text = cast(dict[str, Any], content).get("text") if isinstance(content, dict) else None
+            if isinstance(text, str):
+                parts.append(text)
     return "".join(parts)
 
 
@@ -132,11 +133,8 @@ async def resume_does_not_replay(ctx: CheckContext) -> None:
 
 
 def _listed(response: Response) -> list[str]:
-    sessions = (
-        cast(dict[str, Any], response.result).get("sessions")
-        if isinstance(response.result, dict)
-        else None
-    )
+    result = response.result
+    sessions = cast(dict[str, Any], result).get("sessions") if isinstance(result, dict) else None
     if not isinstance(sessions, list):
         return []
     return [
@@ -157,7 +155,8 @@ async def list_includes_a_new_session(ctx: CheckContext) -> None:
             ctx.fail(f"session/list has no sessions array: {response.describe()}")
         if session_id not in _listed(response):
             ctx.fail(
-                f"session/list (cwd {wire.cwd}) does not include the session {session_id!r} just made"
+                f"session/list (cwd {wire.cwd}) does not include "
+                f"the session {session_id!r} just made"
             )
 
 
@@ -170,14 +169,14 @@ async def list_of_nothing_is_empty(ctx: CheckContext) -> None:
         response = await ctx.call(wire, "session/list", {"cwd": str(unused)})
         if not response.ok:
             ctx.fail(f"session/list failed: {response.describe()}")
+        result = response.result
         sessions = (
-            cast(dict[str, Any], response.result).get("sessions")
-            if isinstance(response.result, dict)
-            else None
+            cast(dict[str, Any], result).get("sessions") if isinstance(result, dict) else None
         )
         if sessions != []:
             ctx.fail(
-                f"session/list for a cwd no session uses returned {json.dumps(sessions)[:300]}, not []"
+                "session/list for a cwd no session uses returned "
+                f"{json.dumps(sessions)[:300]}, not []"
             )
 
 
@@ -229,9 +228,10 @@ async def close_of_idle_session_succeeds(ctx: CheckContext) -> None:
 async def _new_session_result(ctx: CheckContext, wire: AgentWire) -> tuple[str, dict[str, Any]]:
     await ctx.ready(wire)
     response = await ctx.call(wire, "session/new", wire.new_session_params())
-    if not response.ok or not isinstance(response.result, dict):
+    result = response.result
+    if not response.ok or not isinstance(result, dict):
         ctx.fail(f"session/new failed: {response.describe()}")
-    result = cast(dict[str, Any], response.result)
+    result = cast(dict[str, Any], result)
     return str(result.get("sessionId")), result
 
 
@@ -311,7 +311,8 @@ async def config_options_have_defaults(ctx: CheckContext) -> None:
                 option
             ):
                 ctx.fail(
-                    f"config option {option.get('id')!r} has current value {option['currentValue']!r}, "
+                    f"config option {option.get('id')!r} has current value "
+                    f"{option['currentValue']!r}, "
                     "not one of its options"
                 )
 
@@ -339,7 +340,8 @@ async def set_config_option_answers_the_full_list(ctx: CheckContext) -> None:
         missing = sorted(str(o.get("id")) for o in options if o.get("id") not in answered)
         if missing:
             ctx.fail(
-                f"session/set_config_option left out option(s) {', '.join(missing)}: it must answer the complete list"
+                f"session/set_config_option left out option(s) {', '.join(missing)}: "
+                "it must answer the complete list"
             )
 
 
@@ -350,6 +352,7 @@ async def no_boolean_options_unless_advertised(ctx: CheckContext) -> None:
         booleans = [str(o.get("id")) for o in _options(result) if o.get("type") == "boolean"]
         if booleans:
             ctx.fail(
-                f"config option(s) {', '.join(booleans)} have type boolean, which the client did not "
+                f"config option(s) {', '.join(booleans)} have type boolean, "
+                "which the client did not "
                 "advertise support for"
             )

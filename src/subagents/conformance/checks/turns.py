@@ -9,7 +9,10 @@ from ..framework import CheckContext, check
 from ..wire import AgentWire, ClientSide, Response, WireError
 from ._common import ALL_CLIENT, index_of, update_kind, updates_between
 
-_PNG_1X1 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+_PNG_1X1 = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
+    "+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+)
 _WAV_SILENCE = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQAAAAA="
 
 
@@ -184,11 +187,8 @@ def _judge_cancelled(
             f"after {how} the prompt was answered with an error ({response.describe()}), not "
             'stopReason "cancelled"'
         )
-    reason = (
-        cast(dict[str, Any], response.result).get("stopReason")
-        if isinstance(response.result, dict)
-        else None
-    )
+    result = response.result
+    reason = cast(dict[str, Any], result).get("stopReason") if isinstance(result, dict) else None
     if reason != "cancelled":
         gap = response.line.t - wire.lines[sent_at].t
         if gap < 0.05:
@@ -262,7 +262,8 @@ async def no_fs_without_the_capability(ctx: CheckContext) -> None:
     wire = await _turns_without_capabilities(ctx)
     if calls := _called(wire, "fs/"):
         ctx.fail(
-            f"the client offered no file system, yet the agent called {', '.join(sorted(set(calls)))}"
+            "the client offered no file system, yet the agent called "
+            f"{', '.join(sorted(set(calls)))}"
         )
 
 
@@ -280,7 +281,8 @@ async def no_elicitation_without_the_capability(ctx: CheckContext) -> None:
     wire = await _turns_without_capabilities(ctx)
     if calls := _called(wire, "elicitation/"):
         ctx.fail(
-            f"the client offered no elicitation, yet the agent called {', '.join(sorted(set(calls)))}"
+            "the client offered no elicitation, yet the agent called "
+            f"{', '.join(sorted(set(calls)))}"
         )
 
 
@@ -319,11 +321,17 @@ def _paths(message: dict[str, Any]) -> list[tuple[str, str]]:
         if isinstance(call, dict):
             call = cast(dict[str, Any], call)
             for location in cast(list[Any], call.get("locations") or []):
-                if isinstance(location, dict) and isinstance(location.get("path"), str):
-                    found.append(("tool call location", cast(dict[str, str], location)["path"]))
+                if not isinstance(location, dict):
+                    continue
+                path = cast(dict[str, Any], location).get("path")
+                if isinstance(path, str):
+                    found.append(("tool call location", path))
             for content in cast(list[Any], call.get("content") or []):
-                if isinstance(content, dict) and content.get("type") == "diff":
-                    path = cast(dict[str, Any], content).get("path")
+                if not isinstance(content, dict):
+                    continue
+                content = cast(dict[str, Any], content)
+                if content.get("type") == "diff":
+                    path = content.get("path")
                     if isinstance(path, str):
                         found.append(("diff path", path))
     return found
@@ -370,7 +378,8 @@ async def plans_are_sent_complete(ctx: CheckContext) -> None:
             dropped = seen - contents
             if dropped:
                 ctx.fail(
-                    f"plan update {number} of the turn drops entr(ies) {', '.join(sorted(dropped))}: "
+                    f"plan update {number} of the turn drops entr(ies) "
+                    f"{', '.join(sorted(dropped))}: "
                     "each plan update must list every entry"
                 )
             seen |= contents

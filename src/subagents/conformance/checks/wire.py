@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from ..framework import CheckContext, check
 from ..wire import AgentWire, Line
@@ -104,17 +104,19 @@ async def _expect_echo(
 ) -> None:
     if await wire.wait_for(lambda: wire.answered(request_id), timeout):
         return
-    near = [
-        line.message.get("id")
-        for line in wire.unmatched_responses
-        if isinstance(line.message, dict)
-    ]
+    messages: list[Any] = [line.message for line in wire.unmatched_responses]
+    near = [cast(dict[str, Any], m).get("id") for m in messages if isinstance(m, dict)]
     if near:
         ctx.fail(
             f"{method} sent with id {request_id!r} ({type(request_id).__name__}) was answered "
             f"with id {near[-1]!r} ({type(near[-1]).__name__})"
         )
     ctx.fail(f"{method} sent with id {request_id!r} got no response within {timeout:g} s")
+
+
+def _is_response(message: Any) -> bool:
+    """Whether a decoded line is a JSON object without a method."""
+    return isinstance(message, dict) and "method" not in message
 
 
 @check("ACP-JSONRPC-002")
@@ -129,10 +131,7 @@ async def responses_are_well_formed(ctx: CheckContext) -> None:
         bad = [
             line
             for line in wire.agent_lines()
-            if line.json_ok
-            and isinstance(line.message, dict)
-            and "method" not in line.message
-            and line.jsonrpc_problem is not None
+            if line.json_ok and _is_response(line.message) and line.jsonrpc_problem is not None
         ]
         if bad:
             ctx.fail(f"malformed response(s): {bad[0].jsonrpc_problem}: {first_lines(bad)}")
@@ -231,6 +230,7 @@ async def extension_requests_are_answered(ctx: CheckContext) -> None:
     async with ctx.agent() as wire:
         await ctx.ready(wire)
         response = await ctx.call(wire, "_conformance/ping", {"probe": True})
-        if not isinstance(response.message, dict):  # pragma: no cover - the wire ensures it
+        # The wire ensures it: a defensive check, never true.
+        if not isinstance(response.message, dict):  # pyright: ignore[reportUnnecessaryIsInstance]  # pragma: no cover
             ctx.fail("no response")
         ctx.note(f"_conformance/ping: {response.describe()}")

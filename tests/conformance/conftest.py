@@ -53,11 +53,28 @@ def run_conformance(
     ]
     child_env = dict(os.environ)
     child_env.update(env or {})
-    done = subprocess.run(
-        command, capture_output=True, text=True, timeout=timeout, env=child_env, cwd=tmp_path
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=child_env,
+        cwd=tmp_path,
     )
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    finally:
+        if process.poll() is None:
+            # Timed out, or the test was interrupted: SIGTERM lets the command stop every
+            # agent process it started (SIGKILL would orphan them); SIGKILL only as a last resort.
+            process.terminate()
+            try:
+                process.communicate(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.communicate()
     data = json.loads(report.read_text()) if report.exists() else {}
-    return Run(done.returncode, done.stdout, done.stderr, data)
+    return Run(process.returncode, stdout, stderr, data)
 
 
 def run_against_baseline(
@@ -83,7 +100,9 @@ def run_against_baseline(
             tmp_path, agent, *options, "--write-baseline", str(baseline), env=env, timeout=timeout
         )
         pytest.skip(f"baseline {baseline.name} rewritten: {run.report.get('verdict')}")
-    run = run_conformance(tmp_path, agent, *options, "--baseline", str(baseline), env=env, timeout=timeout)
+    run = run_conformance(
+        tmp_path, agent, *options, "--baseline", str(baseline), env=env, timeout=timeout
+    )
     assert run.report, run.stderr
     assert run.report["probe_error"] is None, run.report["probe_error"]
     expected = set(json.loads(baseline.read_text())["expected_failures"])

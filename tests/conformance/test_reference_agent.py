@@ -38,7 +38,8 @@ def test_reference_agent_passes_every_requirement(full_run: tuple[Run, Path]) ->
         if item["id"] == "ACP-AUTH-002":
             assert item["status"] == "n/a"
         elif tier is Tier.INFORMATIONAL:
-            assert item["status"] == "info" and item["message"], item
+            assert item["status"] == "info", item
+            assert item["message"], item
         else:
             assert item["status"] == "pass", item
     assert "verdict: CONFORMANT" in run.stdout
@@ -61,15 +62,19 @@ def test_junit_report_is_read_by_a_junit_parser(full_run: tuple[Run, Path]) -> N
     cases = [case for suite in xml for case in suite]
     assert len(cases) == len(REQUIREMENTS)
     assert {case.name.split(" ")[0] for case in cases} == set(REQUIREMENTS)
-    assert not [case for case in cases if any(isinstance(r, junitparser.Failure) for r in case.result)]
+    assert not [
+        case for case in cases if any(isinstance(r, junitparser.Failure) for r in case.result)
+    ]
     suites = {suite.name for suite in xml}
-    assert "ACP-INIT" in suites and "ACP-CANCEL" in suites
+    assert "ACP-INIT" in suites
+    assert "ACP-CANCEL" in suites
 
 
 def test_terminal_report_groups_by_area_and_counts_per_tier(full_run: tuple[Run, Path]) -> None:
     run, _ = full_run
     lines = run.stdout.splitlines()
-    assert "INIT" in lines and "CANCEL" in lines
+    assert "INIT" in lines
+    assert "CANCEL" in lines
     table = [line.split() for line in lines if line.split()[:1] in (["mandatory"], ["capability"])]
     mandatory = sum(1 for r in REQUIREMENTS.values() if r.tier is Tier.MANDATORY)
     assert ["mandatory", str(mandatory), "0", "0", "0", "0", "0"] in table
@@ -80,7 +85,9 @@ def test_a_stale_baseline_entry_is_reported(tmp_path: Path) -> None:
     fail the run."""
     baseline = tmp_path / "baseline.json"
     baseline.write_text(json.dumps({"expected_failures": {"ACP-INIT-002": "old bug"}}))
-    run = run_conformance(tmp_path, REFERENCE, "--baseline", str(baseline), "--only", "ACP-INIT-002")
+    run = run_conformance(
+        tmp_path, REFERENCE, "--baseline", str(baseline), "--only", "ACP-INIT-002"
+    )
     assert run.returncode == 0
     assert run.report["stale_baseline"] == ["ACP-INIT-002"]
     assert "stale baseline entries (expected to fail, now pass): ACP-INIT-002" in run.stdout
@@ -114,6 +121,10 @@ def test_authentication_blocks_are_a_verdict_not_a_pile_of_failures(tmp_path: Pa
     assert blocked.status("ACP-SESSION-001") == "blocked"
     assert blocked.status("ACP-PROMPT-001") == "blocked"
     assert "pass --auth-method" in blocked.stdout
-    authed = run_conformance(tmp_path, REFERENCE, *only, "--auth-method", "reference-token", env=env)
+    authed = run_conformance(
+        tmp_path, REFERENCE, *only, "--auth-method", "reference-token", env=env
+    )
     assert authed.returncode == 0, authed.stdout
-    assert {authed.status(i) for i in ("ACP-SESSION-001", "ACP-PROMPT-001", "ACP-AUTH-002")} == {"pass"}
+    assert {authed.status(i) for i in ("ACP-SESSION-001", "ACP-PROMPT-001", "ACP-AUTH-002")} == {
+        "pass"
+    }

@@ -14,18 +14,23 @@ import pytest
 from .conftest import SDK_ECHO_AGENT, run_against_baseline
 
 
+@pytest.mark.timeout(300)
 def test_sdk_echo_agent_fails_version_negotiation_and_says_why(tmp_path: Path) -> None:
     """Real agents (issue 5): ACP-INIT-003 fails on the SDK example, with the reason."""
     if not SDK_ECHO_AGENT.is_file():
         pytest.fail(f"{SDK_ECHO_AGENT} is missing: run ./scripts/setup")
-    run = run_against_baseline(tmp_path, "acp-python-sdk-echo", [sys.executable, str(SDK_ECHO_AGENT)])
+    run = run_against_baseline(
+        tmp_path, "acp-python-sdk-echo", [sys.executable, str(SDK_ECHO_AGENT)]
+    )
     init = run.by_id["ACP-INIT-003"]
     assert init["status"] == "fail"
     assert "echoed the unsupported protocol version 65535" in init["message"]
     assert init["transcript"], "a failure carries its transcript"
     assert '"protocolVersion":65535' in init["transcript"][-1]["text"].replace(" ", "")
     mandatory_failures = [
-        r["id"] for r in run.report["requirements"] if r["status"] == "fail" and r["tier"] == "mandatory"
+        r["id"]
+        for r in run.report["requirements"]
+        if r["status"] == "fail" and r["tier"] == "mandatory"
     ]
     assert mandatory_failures == ["ACP-INIT-003"]
     assert "XFAIL" in run.stdout

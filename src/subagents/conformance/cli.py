@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import shlex
+import signal
 import sys
 from pathlib import Path
 from typing import TextIO, cast
@@ -92,7 +93,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     from .framework import Options
     from .report import load_baseline, render_terminal, to_json, to_junit, write_baseline
     from .requirements import REQUIREMENTS
-    from .runner import RequirementResult, run_suite
+    from .runner import RequirementResult, SuiteReport, run_suite
 
     out = out or cast(TextIO, sys.stdout)
     err = err or cast(TextIO, sys.stderr)
@@ -159,9 +160,31 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             err.write("\r" + " " * (width + 50) + "\r")
         err.flush()
 
-    report = anyio.run(
-        lambda: run_suite(options, jobs=args.jobs, only=only, baseline=baseline, on_result=progress)
-    )
+    async def suite() -> SuiteReport | None:
+        # SIGTERM / SIGINT cancel the run: every agent process still running gets its shutdown
+        # ladder (its whole process group is stopped) before the command exits.
+        found: list[SuiteReport] = []
+        async with anyio.create_task_group() as tg:
+
+            async def stop_on_signal() -> None:
+                with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                    async for _ in signals:
+                        tg.cancel_scope.cancel()
+                        return
+
+            tg.start_soon(stop_on_signal)
+            found.append(
+                await run_suite(
+                    options, jobs=args.jobs, only=only, baseline=baseline, on_result=progress
+                )
+            )
+            tg.cancel_scope.cancel()
+        return found[0] if found else None
+
+    report = anyio.run(suite)
+    if report is None:
+        err.write("\nsubagents conformance: interrupted; every agent process was stopped\n")
+        return 130
     render_terminal(report, out, verbose=args.verbose)
     if args.json:
         Path(args.json).write_text(json.dumps(to_json(report), indent=2) + "\n", encoding="utf-8")

@@ -65,7 +65,6 @@ def write_baseline(report: SuiteReport, path: str | Path) -> None:
     payload = {
         "format": FORMAT,
         "agent": report.agent,
-        "command": list(report.command),
         "expected_failures": dict(sorted(failures.items())),
     }
     Path(path).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")

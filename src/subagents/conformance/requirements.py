@@ -143,8 +143,8 @@ _ALL: tuple[Requirement, ...] = (
     Requirement(
         "ACP-INIT-001",
         Tier.MANDATORY,
-        "initialize succeeds; the result validates against the schema (capabilities included) "
-        "and carries an integer protocolVersion.",
+        "initialize succeeds with a result carrying the chosen protocolVersion as a JSON "
+        "integer (its schema validity is ACP-SCHEMA-001's).",
         "initialization.mdx",
         "#/$defs/InitializeResponse",
     ),
@@ -387,8 +387,9 @@ _ALL: tuple[Requirement, ...] = (
     Requirement(
         "ACP-CANCEL-002",
         Tier.MANDATORY,
-        "Every session/update of a cancelled turn arrives before the prompt's response; none "
-        "arrives after it.",
+        "Every update of a cancelled turn (message, thought, tool call, plan) arrives before the "
+        "prompt's response; none arrives after it (session-level state updates, such as "
+        "available commands, may come at any time).",
         "prompt-turn.mdx#cancellation",
     ),
     Requirement(

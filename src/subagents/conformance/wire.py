@@ -521,11 +521,12 @@ async def open_wire(
     env: Mapping[str, str] | None = None,
     client: ClientSide | None = None,
     timeout: float = 10.0,
-    close_timeout: float = 2.0,
+    close_timeout: float = 1.0,
 ) -> AsyncGenerator[AgentWire, None]:
     """Start ``command`` (inheriting this environment plus ``env``) and wrap it.
 
-    On exit the process gets the shutdown ladder (close stdin, SIGTERM, SIGKILL its group).
+    On exit the process gets the shutdown ladder: close stdin, wait ``close_timeout`` for it
+    to exit, then SIGTERM and SIGKILL its group (1 s each).
     """
     cwd.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - a private temp dir, instant
     async with open_agent_process(
@@ -533,7 +534,7 @@ async def open_wire(
         env=env,
         inherit_env=True,
         cwd=cwd,
-        close_timeout=close_timeout,
+        close_timeout=0.05,  # the wait after closing stdin happens below, once
         term_timeout=1.0,
         kill_timeout=1.0,
         name="agent-under-test",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -28,15 +29,11 @@ async def initialize_succeeds(ctx: CheckContext) -> None:
         )
         if not response.ok:
             ctx.fail(f"initialize failed: {response.describe()}")
-        if response.line.schema_errors:
-            ctx.fail(
-                "the initialize result violates the schema: "
-                + "; ".join(response.line.schema_errors)
-            )
         result = result_dict(response)
         version = result.get("protocolVersion")
         if not isinstance(version, int) or isinstance(version, bool):
-            ctx.fail(f"protocolVersion is not an integer: {version!r}")
+            # 1.0 is an integer to JSON Schema, not to typed clients (a u16 in Rust, say).
+            ctx.fail(f"protocolVersion is not a JSON integer: {json.dumps(version)}")
         if "agentCapabilities" not in result:
             ctx.note("no agentCapabilities: every capability counts as unsupported")
 

@@ -7,7 +7,7 @@ from typing import Any, cast
 
 from ..framework import CheckContext, check
 from ..wire import AgentWire, ClientSide, Response, WireError
-from ._common import ALL_CLIENT, index_of, update_kind, updates_between
+from ._common import ALL_CLIENT, HISTORY_UPDATES, index_of, update_kind, updates_between
 
 _PNG_1X1 = (
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
@@ -211,7 +211,13 @@ async def no_update_after_the_cancelled_response(ctx: CheckContext) -> None:
     async with ctx.agent() as wire:
         session_id, response, _ = await _cancelled_turn(ctx, wire)
         await wire.quiet(max(ctx.options.quiet_period, 0.5))
-        late = updates_between(wire, index_of(wire, response.line) + 1, None, session_id)
+        # Session-level state (available commands, mode, config, session info) may change any
+        # time; the turn's own updates (messages, thoughts, tool calls, plan) may not come late.
+        late = [
+            u
+            for u in updates_between(wire, index_of(wire, response.line) + 1, None, session_id)
+            if update_kind(u) in HISTORY_UPDATES
+        ]
         if late:
             kinds = ", ".join(str(update_kind(u)) for u in late[:5])
             ctx.fail(f"{len(late)} session/update(s) arrived after the prompt's response: {kinds}")

@@ -101,7 +101,12 @@ _OPEN_STREAMS: Final = "open_streams"
 
 
 def _text_of(content: Any) -> str:
-    """The user-written text of a message's content (system reminders left out)."""
+    """The newest user-written text block of a message's content (system reminders left out).
+
+    After an interrupted turn the CLI merges the interrupted prompt, an "[Request interrupted
+    by user]" marker and the next prompt into one user message: only the last block is what
+    the user just said.
+    """
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
@@ -118,7 +123,7 @@ def _text_of(content: Any) -> str:
             and not text.lstrip().startswith("<system-reminder>")
         ):
             texts.append(text)
-    return "\n".join(texts)
+    return texts[-1] if texts else ""
 
 
 def last_user_text(body: Any) -> str:

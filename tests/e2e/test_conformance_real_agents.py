@@ -1,0 +1,50 @@
+"""The conformance suite against real ACP agents from npm, offline on fake model servers.
+
+``codex-acp`` 0.16.0 runs on the project's fake OpenAI Responses API and ``claude-agent-acp``
+0.49.0 on its fake Anthropic Messages API, both on 127.0.0.1. Each agent's result is the
+checked-in baseline ``tests/conformance/baselines/<agent>.json``: the run must fail exactly
+the requirements listed there (no new failure, no stale entry). After a deliberate change of
+the suite or the agents, regenerate with ``--write-baseline`` (see the README).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from subagents.testing.fake_models import anthropic_messages, openai_responses
+from subagents.testing.fake_models._http import FakeHandler
+
+from ..conformance.conftest import run_against_baseline
+
+AgentSetup = Callable[[Path, openai_responses.FakeServer], dict[str, str]]
+
+AGENTS: dict[str, tuple[Callable[[], list[str] | None], type[FakeHandler], AgentSetup]] = {
+    "codex-acp": (
+        openai_responses.codex_acp_command,
+        openai_responses.ResponsesHandler,
+        openai_responses.codex_home,
+    ),
+    "claude-agent-acp": (
+        anthropic_messages.claude_agent_acp_command,
+        anthropic_messages.AnthropicMessagesHandler,
+        anthropic_messages.claude_env,
+    ),
+}
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("name", sorted(AGENTS))
+def test_real_agent_matches_its_checked_in_baseline(name: str, tmp_path: Path) -> None:
+    """Real agents (issue 5): the suite runs against the real binary, and its result equals the
+    checked-in baseline (every expected failure still fails, nothing else does)."""
+    find_command, handler, setup = AGENTS[name]
+    command = find_command()
+    if command is None:
+        pytest.fail(f"{name} is not installed: run ./scripts/setup (it needs node and npm)")
+    with openai_responses.serve(handler) as server:
+        env = setup(tmp_path / "home", server)
+        options = ["--jobs", "4", "--timeout", "30", "--startup-timeout", "60"]
+        run_against_baseline(tmp_path, name, command, *options, env=env)

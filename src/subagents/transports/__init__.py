@@ -3,6 +3,7 @@
 - :func:`open_agent_process`: the one way to run an agent command (own process group,
   explicit environment, stderr tail, bounded shutdown ladder);
 - :func:`connect_agent`: the ACP client endpoint (drive any ACP agent);
+- :func:`connect_codex`: the Codex app-server client (drive ``codex app-server``);
 - :class:`ClientSandbox`: the client's opt-in ``fs/*`` and ``terminal/*``, confined to a root;
 - pipe streams: asyncio's pipe transports on asyncio, portable fd streams elsewhere.
 """
@@ -41,6 +42,25 @@ if TYPE_CHECKING:
     from .acp_client import connect_agent_over as connect_agent_over
     from .acp_client import reject_policy as reject_policy
     from .acp_sandbox import ClientSandbox as ClientSandbox
+    from .codex_app_server import AgentMessageDelta as AgentMessageDelta
+    from .codex_app_server import ApprovalPolicy as ApprovalPolicy
+    from .codex_app_server import ApprovalRequest as ApprovalRequest
+    from .codex_app_server import CodexConnection as CodexConnection
+    from .codex_app_server import CodexError as CodexError
+    from .codex_app_server import CodexEvent as CodexEvent
+    from .codex_app_server import CodexStartupError as CodexStartupError
+    from .codex_app_server import CodexThread as CodexThread
+    from .codex_app_server import CodexTurn as CodexTurn
+    from .codex_app_server import Decision as Decision
+    from .codex_app_server import ItemCompleted as ItemCompleted
+    from .codex_app_server import ItemStarted as ItemStarted
+    from .codex_app_server import OtherEvent as OtherEvent
+    from .codex_app_server import TokenUsage as TokenUsage
+    from .codex_app_server import TurnError as TurnError
+    from .codex_app_server import TurnResult as TurnResult
+    from .codex_app_server import accept_policy as accept_policy
+    from .codex_app_server import connect_codex as connect_codex
+    from .codex_app_server import decline_policy as decline_policy
     from .process import BASE_ENV_VARS as BASE_ENV_VARS
     from .process import AgentProcess as AgentProcess
     from .process import ProcessExit as ProcessExit
@@ -53,9 +73,12 @@ _WHERE: dict[str, str] = {
     "AGENT_PROTOCOL_VERSIONS": ".acp_agent",
     "Agent": ".acp_agent",
     "AgentConnection": ".acp_client",
+    "AgentMessageDelta": ".codex_app_server",
     "AgentProcess": ".process",
     "AgentStartupError": ".acp_client",
     "AgentTurn": ".acp_agent",
+    "ApprovalPolicy": ".codex_app_server",
+    "ApprovalRequest": ".codex_app_server",
     "AsyncioPipeReceiveStream": "._asyncio_pipes",
     "AsyncioPipeSendStream": "._asyncio_pipes",
     "BASE_ENV_VARS": ".process",
@@ -65,18 +88,34 @@ _WHERE: dict[str, str] = {
     "ClientExtension": ".acp_client",
     "ClientSandbox": ".acp_sandbox",
     "ClientSession": ".acp_client",
+    "CodexConnection": ".codex_app_server",
+    "CodexError": ".codex_app_server",
+    "CodexEvent": ".codex_app_server",
+    "CodexStartupError": ".codex_app_server",
+    "CodexThread": ".codex_app_server",
+    "CodexTurn": ".codex_app_server",
+    "Decision": ".codex_app_server",
     "FdReceiveStream": "._fd",
     "FdSendStream": "._fd",
+    "ItemCompleted": ".codex_app_server",
+    "ItemStarted": ".codex_app_server",
+    "OtherEvent": ".codex_app_server",
     "PermissionPolicy": ".acp_client",
     "ProcessExit": ".process",
     "ProcessStartError": ".process",
     "PromptTurn": ".acp_client",
     "ProtocolVersionError": ".acp_client",
     "TerminalHandle": ".acp_agent",
+    "TokenUsage": ".codex_app_server",
+    "TurnError": ".codex_app_server",
+    "TurnResult": ".codex_app_server",
+    "accept_policy": ".codex_app_server",
     "allow_policy": ".acp_client",
     "build_child_env": ".process",
     "connect_agent": ".acp_client",
     "connect_agent_over": ".acp_client",
+    "connect_codex": ".codex_app_server",
+    "decline_policy": ".codex_app_server",
     "negotiate_protocol_version": ".acp_agent",
     "open_agent_process": ".process",
     "open_pipe_pair": "._fd",
@@ -113,9 +152,12 @@ __all__ = (
     "BASE_ENV_VARS",
     "Agent",
     "AgentConnection",
+    "AgentMessageDelta",
     "AgentProcess",
     "AgentStartupError",
     "AgentTurn",
+    "ApprovalPolicy",
+    "ApprovalRequest",
     "AsyncioPipeReceiveStream",
     "AsyncioPipeSendStream",
     "CapabilityError",
@@ -124,18 +166,34 @@ __all__ = (
     "ClientExtension",
     "ClientSandbox",
     "ClientSession",
+    "CodexConnection",
+    "CodexError",
+    "CodexEvent",
+    "CodexStartupError",
+    "CodexThread",
+    "CodexTurn",
+    "Decision",
     "FdReceiveStream",
     "FdSendStream",
+    "ItemCompleted",
+    "ItemStarted",
+    "OtherEvent",
     "PermissionPolicy",
     "ProcessExit",
     "ProcessStartError",
     "PromptTurn",
     "ProtocolVersionError",
     "TerminalHandle",
+    "TokenUsage",
+    "TurnError",
+    "TurnResult",
+    "accept_policy",
     "allow_policy",
     "build_child_env",
     "connect_agent",
     "connect_agent_over",
+    "connect_codex",
+    "decline_policy",
     "negotiate_protocol_version",
     "open_agent_process",
     "open_pipe_pair",

@@ -1,0 +1,160 @@
+"""The ``codex app-server`` protocol (v2): typed models of the messages this project uses.
+
+Hand-written pydantic models checked against the vendored JSON schema (``schema/``, generated
+by codex 0.171.0; provenance in ``schema/SOURCE.md``). Python attributes are snake_case, wire
+names are aliases, unknown fields are kept::
+
+    from subagents.protocol import codex
+
+    note = codex.from_wire(codex.ItemCompletedNotification, params)
+    if isinstance(note.item, codex.AgentMessageItem):
+        print(note.item.text, note.item.phase)
+    hello = codex.TextUserInput(text="hi")
+    params = codex.to_wire(codex.TurnStartParams(thread_id=tid, input=[hello]))
+
+The wire dialect is JSON-RPC 2.0 without the ``"jsonrpc"`` member, one JSON object per line.
+Method names are in :mod:`subagents.protocol.codex.methods`. Sans-IO: no anyio; importing this
+package loads neither pydantic nor the models until a model is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from subagents.protocol.acp._base import JsonValue, from_wire, to_wire
+    from subagents.protocol.codex._models import (
+        AgentMessageDeltaNotification,
+        AgentMessageItem,
+        ApprovalPolicyName,
+        ClientInfo,
+        CodexModel,
+        CommandExecutionItem,
+        CommandExecutionRequestApprovalParams,
+        CommandExecutionRequestApprovalResponse,
+        ErrorNotification,
+        FileChangeDecision,
+        FileChangeItem,
+        FileChangeRequestApprovalParams,
+        FileChangeRequestApprovalResponse,
+        FileUpdateChange,
+        ImageUserInput,
+        InitializeCapabilities,
+        InitializeParams,
+        InitializeResponse,
+        ItemCompletedNotification,
+        ItemStartedNotification,
+        LocalImageUserInput,
+        MentionUserInput,
+        ReasoningItem,
+        SandboxMode,
+        SkillUserInput,
+        TextUserInput,
+        Thread,
+        ThreadForkParams,
+        ThreadForkResponse,
+        ThreadItem,
+        ThreadReadParams,
+        ThreadReadResponse,
+        ThreadResumeParams,
+        ThreadResumeResponse,
+        ThreadStartedNotification,
+        ThreadStartParams,
+        ThreadStartResponse,
+        ThreadStatus,
+        ThreadStatusChangedNotification,
+        ThreadTokenUsage,
+        ThreadTokenUsageUpdatedNotification,
+        TokenUsageBreakdown,
+        Turn,
+        TurnCompletedNotification,
+        TurnError,
+        TurnInterruptParams,
+        TurnInterruptResponse,
+        TurnStartedNotification,
+        TurnStartParams,
+        TurnStartResponse,
+        TurnStatus,
+        UnknownItem,
+        UserInput,
+        UserMessageItem,
+    )
+
+_BASE_EXPORTS = frozenset({"JsonValue", "from_wire", "to_wire"})
+
+__all__ = (
+    "AgentMessageDeltaNotification",
+    "AgentMessageItem",
+    "ApprovalPolicyName",
+    "ClientInfo",
+    "CodexModel",
+    "CommandExecutionItem",
+    "CommandExecutionRequestApprovalParams",
+    "CommandExecutionRequestApprovalResponse",
+    "ErrorNotification",
+    "FileChangeDecision",
+    "FileChangeItem",
+    "FileChangeRequestApprovalParams",
+    "FileChangeRequestApprovalResponse",
+    "FileUpdateChange",
+    "ImageUserInput",
+    "InitializeCapabilities",
+    "InitializeParams",
+    "InitializeResponse",
+    "ItemCompletedNotification",
+    "ItemStartedNotification",
+    "JsonValue",
+    "LocalImageUserInput",
+    "MentionUserInput",
+    "ReasoningItem",
+    "SandboxMode",
+    "SkillUserInput",
+    "TextUserInput",
+    "Thread",
+    "ThreadForkParams",
+    "ThreadForkResponse",
+    "ThreadItem",
+    "ThreadReadParams",
+    "ThreadReadResponse",
+    "ThreadResumeParams",
+    "ThreadResumeResponse",
+    "ThreadStartParams",
+    "ThreadStartResponse",
+    "ThreadStartedNotification",
+    "ThreadStatus",
+    "ThreadStatusChangedNotification",
+    "ThreadTokenUsage",
+    "ThreadTokenUsageUpdatedNotification",
+    "TokenUsageBreakdown",
+    "Turn",
+    "TurnCompletedNotification",
+    "TurnError",
+    "TurnInterruptParams",
+    "TurnInterruptResponse",
+    "TurnStartParams",
+    "TurnStartResponse",
+    "TurnStartedNotification",
+    "TurnStatus",
+    "UnknownItem",
+    "UserInput",
+    "UserMessageItem",
+    "from_wire",
+    "to_wire",
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _BASE_EXPORTS:
+        module = "subagents.protocol.acp._base"
+    elif name in __all__:
+        module = f"{__name__}._models"
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

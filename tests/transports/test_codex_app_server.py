@@ -1,0 +1,440 @@
+"""The Codex app-server client against a scripted fake app-server (a real child process).
+
+The fake (``fake_codex_app_server.py``) speaks the shapes observed on the real 0.171.0 binary
+(research note codex.md §2); what a turn does is picked by words in its prompt. Requirement
+names refer to the transport brief (issue 6, part 1).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+import pytest
+
+from subagents.protocol import codex
+from subagents.rpc import ConnectionClosedError
+from subagents.transports import codex_app_server
+from subagents.transports.codex_app_server import (
+    AgentMessageDelta,
+    ApprovalRequest,
+    CodexError,
+    CodexStartupError,
+    Decision,
+    ItemCompleted,
+    ItemStarted,
+    OtherEvent,
+    TokenUsage,
+    TurnError,
+    accept_policy,
+    connect_codex,
+)
+
+pytestmark = pytest.mark.anyio
+
+FAKE = Path(__file__).with_name("fake_codex_app_server.py")
+
+
+def fake(*args: str) -> list[str]:
+    return [sys.executable, str(FAKE), *args]
+
+
+def received(record: Path) -> list[dict[str, object]]:
+    """Every message the fake received, in order."""
+    return [json.loads(line) for line in record.read_text(encoding="utf-8").splitlines()]
+
+
+def requests_named(record: Path, method: str) -> list[dict[str, object]]:
+    return [m for m in received(record) if m.get("method") == method]
+
+
+async def test_initialize_sends_client_info_then_initialized_and_parses_the_version(
+    tmp_path: Path,
+) -> None:
+    """connect_codex: JSONL without "jsonrpc", initialize {clientInfo, capabilities
+    {experimentalApi: false}} then the initialized notification; user_agent, version,
+    codex_home, process."""
+    record = tmp_path / "record.jsonl"
+    with anyio.fail_after(10):
+        async with connect_codex(fake("--record", str(record)), client_version="9.9") as conn:
+            assert conn.user_agent.startswith("subagents/0.171.0 ")
+            assert conn.version == "0.171.0"
+            assert conn.codex_home == "/tmp/fake-codex-home"
+            assert conn.process is not None
+            process = conn.process
+    assert process.exit is not None
+    assert process.exit.returncode == 0  # closing stdin was enough
+    first, second = received(record)[:2]
+    assert first == {
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "clientInfo": {"name": "subagents", "version": "9.9"},
+            "capabilities": {"experimentalApi": False},
+        },
+    }
+    assert second == {"method": "initialized"}
+
+
+async def test_a_codex_that_exits_before_initialize_raises_a_startup_error_with_its_stderr() -> (
+    None
+):
+    """connect_codex: exit before answering initialize -> CodexStartupError naming the exit
+    status and the stderr tail (what a bad config.toml does)."""
+    with anyio.fail_after(10), pytest.raises(CodexStartupError) as info:
+        async with connect_codex(fake("--exit-before-initialize")):
+            pytest.fail("connected to a server that exited")
+    message = str(info.value)
+    assert "exited with status 1" in message
+    assert "is no longer supported" in message
+
+
+async def test_a_turn_streams_typed_events_in_order_and_ends_with_its_final_text() -> None:
+    """CodexTurn: typed events in order (deltas, typed items, usage), ending at
+    turn/completed; result() gives status, final text, items and usage."""
+    with anyio.fail_after(10):
+        async with connect_codex(fake()) as conn:
+            thread = await conn.start_thread()
+            async with thread.turn("Say hello.") as turn:
+                events = [event async for event in turn]
+            result = await turn.result()
+    assert turn.id == "turn-2"
+    deltas = [e.delta for e in events if isinstance(e, AgentMessageDelta)]
+    assert deltas == ["Hello", " from the", " fake app-server."]
+    started = [e.item for e in events if isinstance(e, ItemStarted)]
+    assert [type(item) for item in started] == [codex.UserMessageItem, codex.AgentMessageItem]
+    completed = [e.item for e in events if isinstance(e, ItemCompleted)]
+    assert isinstance(completed[-1], codex.AgentMessageItem)
+    assert any(isinstance(e, TokenUsage) for e in events)
+    assert any(isinstance(e, OtherEvent) and e.method == "turn/started" for e in events)
+    assert result.status == "completed"
+    assert result.final_text == "Hello from the fake app-server."
+    assert result.error is None
+    assert result.items == completed
+    assert result.usage is not None
+    assert result.usage.total.total_tokens == 15
+
+
+async def test_notifications_sent_before_the_turn_start_answer_reach_the_turn() -> None:
+    """Ordering: turn/started (and a delta) before the turn/start reply are buffered for the
+    turn, not lost."""
+    with anyio.fail_after(10):
+        async with connect_codex(fake()) as conn:
+            thread = await conn.start_thread()
+            async with thread.turn("early please") as turn:
+                events = [event async for event in turn]
+            result = await turn.result()
+    assert [e.delta for e in events if isinstance(e, AgentMessageDelta)] == ["Early ", "bird."]
+    assert isinstance(events[0], OtherEvent)
+    assert events[0].method == "turn/started"
+    assert result.final_text == "Early bird."
+
+
+async def test_the_final_text_is_the_final_answer_message_when_the_turn_lists_no_items() -> None:
+    """Final text as codex.md recommends: no turn.items -> the last final_answer message, not
+    the later-or-earlier commentary."""
+    with anyio.fail_after(10):
+        async with connect_codex(fake()) as conn:
+            thread = await conn.start_thread()
+            result = await thread.run("phases")
+    assert result.status == "completed"
+    assert result.final_text == "The answer is 42."
+    phases = [item.phase for item in result.items if isinstance(item, codex.AgentMessageItem)]
+    assert phases == ["commentary", "final_answer"]
+
+
+async def test_interrupt_ends_the_turn_interrupted_and_a_second_interrupt_is_harmless() -> None:
+    """turn.interrupt(): turn/interrupt, the turn ends interrupted; "no active turn to
+    interrupt" counts as success."""
+    with anyio.fail_after(10):
+        async with connect_codex(fake()) as conn:
+            thread = await conn.start_thread()
+            async with thread.turn("stall") as turn:
+                async for event in turn:
+                    if isinstance(event, AgentMessageDelta):
+                        await turn.interrupt()
+                result = await turn.result()
+                assert turn.id is not None
+                # The turn is over: a stale interrupt is answered "no active turn to
+                # interrupt", which counts as success.
+                await turn._send_interrupt()  # pyright: ignore[reportPrivateUsage]
+            again = await thread.run("Say hello.")
+    assert result.status == "interrupted"
+    assert result.final_text is None
+    assert again.status == "completed"
+
+
+async def test_leaving_the_turn_block_early_interrupts_the_turn(tmp_path: Path) -> None:
+    """Like PromptTurn: leaving `async with` before the end interrupts the turn (bounded)."""
+    record = tmp_path / "record.jsonl"
+    with anyio.fail_after(10):
+        async with connect_codex(fake("--record", str(record))) as conn:
+            thread = await conn.start_thread()
+            async with thread.turn("stall") as turn:
+                async for event in turn:
+                    if isinstance(event, AgentMessageDelta):
+                        break
+            result = await turn.result()
+    assert result.status == "interrupted"
+    [interrupt] = requests_named(record, "turn/interrupt")
+    assert interrupt["params"] == {"threadId": thread.id, "turnId": turn.id}
+
+
+async def test_command_approvals_are_declined_by_default(tmp_path: Path) -> None:
+    """Approvals: item/commandExecution/requestApproval goes to the policy; the default
+    declines; the answer is {"decision": "decline"}."""
+    record = tmp_path / "record.jsonl"
+    with anyio.fail_after(10):
+        async with connect_codex(fake("--record", str(record))) as conn:
+            thread = await conn.start_thread()
+            result = await thread.run("approve this")
+    assert result.final_text == "decision: decline"
+    command = [i for i in result.items if isinstance(i, codex.CommandExecutionItem)]
+    assert command[0].status == "declined"
+    answers = [m for m in received(record) if "result" in m]
+    assert answers == [{"id": 0, "result": {"decision": "decline"}}]
+
+
+async def test_a_policy_sees_the_request_and_its_decision_is_sent() -> None:
+    """Approvals: the policy gets a typed ApprovalRequest; accept_policy accepts commands
+    and file changes."""
+    seen: list[ApprovalRequest] = []
+
+    async def policy(request: ApprovalRequest) -> Decision:
+        seen.append(request)
+        return await accept_policy(request)
+
+    with anyio.fail_after(10):
+        async with connect_codex(fake(), approval_policy=policy) as conn:
+            thread = await conn.start_thread()
+            command = await thread.run("approve this")
+            patch = await thread.run("patch that")
+    assert command.final_text == "decision: accept"
+    assert patch.final_text == "decision: accept"
+    ran = [i for i in command.items if isinstance(i, codex.CommandExecutionItem)][-1]
+    assert (ran.status, ran.exit_code, ran.aggregated_output) == ("completed", 0, "hi\n")
+    assert [r.kind for r in seen] == ["commandExecution", "fileChange"]
+    assert seen[0].command == "/bin/bash -lc 'echo hi'"
+    assert seen[0].reason == "wants to run outside the sandbox"
+    assert seen[0].thread_id == thread.id
+    assert seen[1].item_id == "call-1"
+    patched = [i for i in patch.items if isinstance(i, codex.FileChangeItem)][-1]
+    assert patched.changes[0].path == "/tmp/a.txt"
+
+
+async def test_a_policy_that_raises_or_answers_nonsense_declines(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Approvals: if the policy raises, answer decline and log; never leave it unanswered."""
+
+    async def broken(request: ApprovalRequest) -> Decision:
+        raise RuntimeError("policy bug")
+
+    with anyio.fail_after(10):
+        async with connect_codex(fake(), approval_policy=broken) as conn:
+            thread = await conn.start_thread()
+            result = await thread.run("approve this")
+    assert result.final_text == "decision: decline"
+    assert "approval policy failed" in caplog.text
+
+
+async def test_other_server_requests_are_answered_with_an_error(tmp_path: Path) -> None:
+    """Server requests other than the two approvals get a JSON-RPC error, never silence."""
+    record = tmp_path / "record.jsonl"
+    with anyio.fail_after(10):
+        async with connect_codex(fake("--record", str(record))) as conn:
+            thread = await conn.start_thread()
+            result = await thread.run("ask me")
+    assert result.status == "completed"
+    assert result.final_text is not None
+    assert "item/tool/requestUserInput" in result.final_text
+    [answer] = [m for m in received(record) if "error" in m]
+    assert answer["id"] == 0
+
+
+async def test_a_failed_turn_reports_the_error_notification_and_the_turn_error() -> None:
+    """TurnError(message, will_retry, codex_error_info) from `error`; result failed with the
+    turn's error message."""
+    with anyio.fail_after(10):
+        async with connect_codex(fake()) as conn:
+            thread = await conn.start_thread()
+            async with thread.turn("fail now") as turn:
+                errors = [e async for e in turn if isinstance(e, TurnError)]
+            result = await turn.result()
+    assert errors == [
+        TurnError("We're currently experiencing high demand.", False, "internalServerError")
+    ]
+    assert result.status == "failed"
+    assert result.error == "We're currently experiencing high demand."
+    assert result.final_text is None
+
+
+async def test_overloaded_requests_are_retried_with_backoff(tmp_path: Path) -> None:
+    """-32001 on a request: retried with bounded exponential backoff."""
+    record = tmp_path / "record.jsonl"
+    with anyio.fail_after(10):
+        async with connect_codex(fake("--overload", "3", "--record", str(record))) as conn:
+            assert conn.version == "0.171.0"
+    assert len(requests_named(record, "initialize")) == 4
+
+
+async def test_overload_beyond_the_retry_budget_raises() -> None:
+    """-32001 more often than the retry budget: the error is raised (here as the start-up
+    error, caused by a CodexError with code -32001)."""
+    with anyio.fail_after(10), pytest.raises(CodexStartupError) as info:
+        async with connect_codex(fake("--overload", "50")):
+            pytest.fail("connected through an overloaded server")
+    cause = info.value.__cause__
+    assert isinstance(cause, CodexError)
+    assert cause.code == -32001
+
+
+async def test_error_answers_raise_codex_error_with_code_and_message() -> None:
+    """Errors: a typed CodexError carrying the JSON-RPC code and message."""
+    with anyio.fail_after(10):
+        async with connect_codex(fake()) as conn:
+            with pytest.raises(CodexError) as info:
+                await conn.resume_thread("thr-missing")
+    assert info.value.code == -32600
+    assert info.value.message == "thread not found: thr-missing"
+    assert info.value.method == "thread/resume"
+
+
+async def test_thread_options_are_sent_only_when_given(tmp_path: Path) -> None:
+    """start_thread/resume_thread: kebab-case sandbox, camelCase names, unset options left out."""
+    record = tmp_path / "record.jsonl"
+    with anyio.fail_after(10):
+        async with connect_codex(fake("--record", str(record))) as conn:
+            thread = await conn.start_thread(
+                cwd=tmp_path,
+                sandbox="workspace-write",
+                approval_policy="never",
+                developer_instructions="Be brief.",
+                config={"model_reasoning_effort": "low"},
+                ephemeral=True,
+            )
+            resumed = await conn.resume_thread(thread.id, model="gpt-5.5")
+    assert resumed.id == thread.id
+    start, resume = (
+        requests_named(record, "thread/start")[0],
+        requests_named(record, "thread/resume")[0],
+    )
+    assert start["params"] == {
+        "cwd": str(tmp_path),
+        "sandbox": "workspace-write",
+        "approvalPolicy": "never",
+        "developerInstructions": "Be brief.",
+        "config": {"model_reasoning_effort": "low"},
+        "ephemeral": True,
+    }
+    assert resume["params"] == {"threadId": thread.id, "model": "gpt-5.5"}
+
+
+async def test_an_ephemeral_fork_asks_to_exclude_turns_and_read_thread_returns_turns(
+    tmp_path: Path,
+) -> None:
+    """fork_thread(ephemeral=True) adds excludeTurns (0.171.0 refuses it otherwise);
+    read_thread returns the thread with its turns."""
+    record = tmp_path / "record.jsonl"
+    with anyio.fail_after(10):
+        async with connect_codex(fake("--record", str(record))) as conn:
+            thread = await conn.start_thread()
+            await thread.run("Say hello.")
+            fork = await conn.fork_thread(thread.id, ephemeral=True)
+            plain = await conn.fork_thread(thread.id)
+            read = await conn.read_thread(thread.id)
+    assert fork.info.forked_from_id == thread.id
+    assert plain.id != fork.id
+    forks = [m["params"] for m in requests_named(record, "thread/fork")]
+    assert forks == [
+        {"threadId": thread.id, "ephemeral": True, "excludeTurns": True},
+        {"threadId": thread.id},
+    ]
+    assert [turn.status for turn in read.turns] == ["completed"]
+
+
+async def test_a_turn_whose_completion_is_lost_is_reconciled_when_the_thread_goes_idle(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Known upstream bug: idle without turn/completed -> thread/read gives the final status."""
+    monkeypatch.setattr(codex_app_server, "IDLE_GRACE", 0.2)
+    with anyio.fail_after(10):
+        async with connect_codex(fake()) as conn:
+            thread = await conn.start_thread()
+            result = await thread.run("lost")
+    assert result.status == "completed"
+    assert result.final_text == "Lost but found."
+
+
+async def test_a_turn_past_its_deadline_fails_naming_the_deadline(tmp_path: Path) -> None:
+    """Turn deadline: no turn/completed in time and thread/read shows no final status ->
+    failed with an error naming the deadline; the turn is interrupted."""
+    record = tmp_path / "record.jsonl"
+    with anyio.fail_after(10):
+        async with connect_codex(fake("--record", str(record))) as conn:
+            thread = await conn.start_thread()
+            result = await thread.run("hang", deadline=0.3)
+            after = await thread.run("Say hello.")
+    assert result.status == "failed"
+    assert result.error is not None
+    assert "deadline" in result.error
+    assert "'inProgress'" in result.error
+    assert len(requests_named(record, "thread/read")) == 1
+    assert len(requests_named(record, "turn/interrupt")) == 1
+    assert after.status == "completed"
+
+
+async def test_a_crash_mid_turn_fails_the_turn_naming_the_exit_status_and_stderr_tail() -> None:
+    """Connection loss: running turns and pending calls fail at once with the exit status
+    and the stderr tail."""
+    with anyio.fail_after(10):
+        async with connect_codex(fake()) as conn:
+            thread = await conn.start_thread()
+            async with thread.turn("crash") as turn:
+                deltas = [e.delta async for e in turn if isinstance(e, AgentMessageDelta)]
+                with pytest.raises(ConnectionClosedError) as info:
+                    await turn.result()
+            with pytest.raises(ConnectionClosedError):
+                await conn.start_thread()
+    assert deltas == ["About to crash"]
+    assert "exited with status 3" in str(info.value)
+    assert "crash on purpose" in str(info.value)
+
+
+async def test_a_second_turn_on_a_busy_thread_is_refused() -> None:
+    """One turn at a time per thread: a second one raises before anything is sent."""
+    with anyio.fail_after(10):
+        async with connect_codex(fake()) as conn:
+            thread = await conn.start_thread()
+            async with thread.turn("stall") as turn:
+                with pytest.raises(RuntimeError, match="already has a turn"):
+                    async with thread.turn("Say hello."):
+                        pass
+                await turn.interrupt()
+            assert (await turn.result()).status == "interrupted"
+
+
+async def test_typed_input_and_an_output_schema_are_sent_as_given(tmp_path: Path) -> None:
+    """thread.turn(input: Sequence[UserInput], output_schema=...)."""
+    record = tmp_path / "record.jsonl"
+    schema = {"type": "object", "properties": {"answer": {"type": "string"}}}
+    inputs: Sequence[codex.UserInput] = [
+        codex.TextUserInput(text="Say hello."),
+        codex.LocalImageUserInput(path="/tmp/x.png"),
+    ]
+    with anyio.fail_after(10):
+        async with connect_codex(fake("--record", str(record))) as conn:
+            thread = await conn.start_thread()
+            await thread.run(inputs, output_schema=schema)
+    [start] = requests_named(record, "turn/start")
+    assert start["params"] == {
+        "threadId": thread.id,
+        "input": [
+            {"type": "text", "text": "Say hello.", "text_elements": []},
+            {"type": "localImage", "path": "/tmp/x.png"},
+        ],
+        "outputSchema": schema,
+    }

@@ -154,7 +154,7 @@ class CheckContext:
         response = await self.call(
             wire,
             "initialize",
-            _init_params(wire, protocol_version),
+            wire.initialize_params(protocol_version),
             timeout=self.options.startup_timeout,
         )
         result = response.result
@@ -205,14 +205,6 @@ class CheckContext:
         if reason not in STOP_REASONS:
             self.fail(f"session/prompt result has no valid stopReason: {json.dumps(result)[:300]}")
         return cast(str, reason)
-
-
-def _init_params(wire: AgentWire, protocol_version: int) -> dict[str, Any]:
-    return {
-        "protocolVersion": protocol_version,
-        "clientCapabilities": wire.client.capabilities(),
-        "clientInfo": {"name": "subagents-conformance", "version": "1"},
-    }
 
 
 def _blocks(prompt: str | Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

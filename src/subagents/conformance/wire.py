@@ -492,20 +492,20 @@ class AgentWire:
 
     # -- the common steps ------------------------------------------------------------------
 
-    async def initialize(
-        self,
-        protocol_version: int = 1,
-        *,
-        timeout: float | None = None,
-        extra: Mapping[str, Any] | None = None,
-    ) -> Response:
-        params: dict[str, Any] = {
+    def initialize_params(self, protocol_version: int = 1) -> dict[str, Any]:
+        """``initialize`` params: the version, this client's capabilities, its name."""
+        return {
             "protocolVersion": protocol_version,
             "clientCapabilities": self.client.capabilities(),
             "clientInfo": {"name": "subagents-conformance", "version": "1"},
         }
-        params.update(extra or {})
-        return await self.request("initialize", params, timeout=timeout)
+
+    async def initialize(
+        self, protocol_version: int = 1, *, timeout: float | None = None
+    ) -> Response:
+        return await self.request(
+            "initialize", self.initialize_params(protocol_version), timeout=timeout
+        )
 
     def new_session_params(self, **overrides: Any) -> dict[str, Any]:
         params: dict[str, Any] = {"cwd": str(self.cwd), "mcpServers": []}

@@ -20,11 +20,7 @@ async def initialize_succeeds(ctx: CheckContext) -> None:
         response = await ctx.call(
             wire,
             "initialize",
-            {
-                "protocolVersion": 1,
-                "clientCapabilities": wire.client.capabilities(),
-                "clientInfo": {"name": "subagents-conformance", "version": "1"},
-            },
+            wire.initialize_params(1),
             timeout=ctx.options.startup_timeout,
         )
         if not response.ok:
@@ -55,11 +51,7 @@ async def unsupported_version_is_not_echoed(ctx: CheckContext) -> None:
         response = await ctx.call(
             wire,
             "initialize",
-            {
-                "protocolVersion": 65535,
-                "clientCapabilities": wire.client.capabilities(),
-                "clientInfo": {"name": "subagents-conformance", "version": "1"},
-            },
+            wire.initialize_params(65535),
             timeout=ctx.options.startup_timeout,
         )
         if not response.ok:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 from ..framework import CheckContext, check
@@ -43,73 +44,50 @@ async def updates_carry_the_session_id(ctx: CheckContext) -> None:
         ctx.note(f"{len(updates)} update(s); prompt {response.describe()}")
 
 
-async def _accepts(ctx: CheckContext, blocks: list[dict[str, Any]], what: str) -> None:
-    async with ctx.agent() as wire:
-        await ctx.ready(wire)
-        session_id = await ctx.new_session(wire)
-        response = await ctx.prompt(wire, session_id, blocks)
-        if not response.ok:
-            ctx.fail(f"a prompt with {what} was refused: {response.describe()}")
-        ctx.stop_reason(response)
-
-
-@check("ACP-PROMPT-003")
-async def resource_links_are_accepted(ctx: CheckContext) -> None:
-    await _accepts(
-        ctx,
-        [
-            {"type": "text", "text": ctx.options.prompt},
-            {
-                "type": "resource_link",
-                "uri": "file:///tmp/conformance.txt",
-                "name": "conformance.txt",
-            },
-        ],
+_CONTENT_BLOCKS: dict[str, tuple[str, dict[str, Any]]] = {
+    "ACP-PROMPT-003": (
         "a resource_link block",
-    )
-
-
-@check("ACP-PROMPTCAP-001")
-async def image_prompts_are_accepted(ctx: CheckContext) -> None:
-    await _accepts(
-        ctx,
-        [
-            {"type": "text", "text": ctx.options.prompt},
-            {"type": "image", "mimeType": "image/png", "data": _PNG_1X1},
-        ],
+        {"type": "resource_link", "uri": "file:///tmp/conformance.txt", "name": "conformance.txt"},
+    ),
+    "ACP-PROMPTCAP-001": (
         "an image block",
-    )
-
-
-@check("ACP-PROMPTCAP-002")
-async def audio_prompts_are_accepted(ctx: CheckContext) -> None:
-    await _accepts(
-        ctx,
-        [
-            {"type": "text", "text": ctx.options.prompt},
-            {"type": "audio", "mimeType": "audio/wav", "data": _WAV_SILENCE},
-        ],
+        {"type": "image", "mimeType": "image/png", "data": _PNG_1X1},
+    ),
+    "ACP-PROMPTCAP-002": (
         "an audio block",
-    )
-
-
-@check("ACP-PROMPTCAP-003")
-async def embedded_resources_are_accepted(ctx: CheckContext) -> None:
-    await _accepts(
-        ctx,
-        [
-            {"type": "text", "text": ctx.options.prompt},
-            {
-                "type": "resource",
-                "resource": {
-                    "uri": "file:///tmp/conformance.txt",
-                    "mimeType": "text/plain",
-                    "text": "conformance suite embedded resource",
-                },
-            },
-        ],
+        {"type": "audio", "mimeType": "audio/wav", "data": _WAV_SILENCE},
+    ),
+    "ACP-PROMPTCAP-003": (
         "an embedded resource",
-    )
+        {
+            "type": "resource",
+            "resource": {
+                "uri": "file:///tmp/conformance.txt",
+                "mimeType": "text/plain",
+                "text": "conformance suite embedded resource",
+            },
+        },
+    ),
+}
+"""Requirement -> (what, a content block the agent must accept after a text block)."""
+
+
+def _accepts(what: str, block: dict[str, Any]) -> Callable[[CheckContext], Awaitable[None]]:
+    async def accepts(ctx: CheckContext) -> None:
+        async with ctx.agent() as wire:
+            await ctx.ready(wire)
+            session_id = await ctx.new_session(wire)
+            blocks = [{"type": "text", "text": ctx.options.prompt}, block]
+            response = await ctx.prompt(wire, session_id, blocks)
+            if not response.ok:
+                ctx.fail(f"a prompt with {what} was refused: {response.describe()}")
+            ctx.stop_reason(response)
+
+    return accepts
+
+
+for _id, (_what, _block) in _CONTENT_BLOCKS.items():
+    check(_id)(_accepts(_what, _block))
 
 
 @check("ACP-PROMPT-004")

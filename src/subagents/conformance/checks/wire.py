@@ -86,11 +86,7 @@ async def response_ids_echo_request_ids(ctx: CheckContext) -> None:
     async with ctx.agent() as wire:
         request_id = await wire.start_request(
             "initialize",
-            {
-                "protocolVersion": 1,
-                "clientCapabilities": wire.client.capabilities(),
-                "clientInfo": {"name": "subagents-conformance", "version": "1"},
-            },
+            wire.initialize_params(),
             id="conformance-init-1",
         )
         await _expect_echo(ctx, wire, "initialize", request_id, ctx.options.startup_timeout)

@@ -1,10 +1,14 @@
 """The subagent seam: one run contract behind a named-provider registry.
 
 See :mod:`subagents.providers.contract` for the rules every provider follows. Providers live in
-their own modules: :mod:`subagents.providers.acp` (any ACP agent command) and
+their own modules: :mod:`subagents.providers.acp` (any ACP agent command),
+:mod:`subagents.providers.codex` (``codex app-server``) and
 :mod:`subagents.providers.scripted` (deterministic, for tests).
 """
 
+from .codex import CodexConversation as CodexConversation
+from .codex import CodexProvider as CodexProvider
+from .codex import CodexRun as CodexRun
 from .continuation import ContinuationManager as ContinuationManager
 from .contract import START_TIME_FEATURES as START_TIME_FEATURES
 from .contract import CancelSignal as CancelSignal
@@ -29,6 +33,9 @@ from .service import SubagentService as SubagentService
 __all__ = (
     "START_TIME_FEATURES",
     "CancelSignal",
+    "CodexConversation",
+    "CodexProvider",
+    "CodexRun",
     "ContinuableProvider",
     "Continuation",
     "ContinuationManager",

@@ -1,0 +1,724 @@
+"""``CodexProvider``: OpenAI Codex (``codex app-server``) as a subagent.
+
+start = spawn ``codex app-server`` + ``initialize`` + ``thread/start``; the run is published
+once the thread exists (its child id is ``"<provider name>:<thread id>"``). The prompt runs as
+one turn. Live progress comes from the turn's item events: agent message deltas -> ``text``,
+reasoning (summary and raw deltas, or the completed item) -> ``thought``, command executions
+and file changes (started and completed) -> ``tool_call``, ``turn/plan/updated`` and plan
+deltas -> ``plan``, upstream ``error`` notifications -> ``other``.
+
+How a run ends:
+
+- ``turn/completed`` ``completed`` -> ``completed`` with the final answer (the
+  ``final_answer``-phase message when there is one);
+- the signal sends ``turn/interrupt``; ``interrupted`` -> ``cancelled``;
+- ``failed`` (an upstream HTTP error, for instance) -> ``failed`` (kind ``turn``) with the
+  upstream message Codex reported;
+- ``turn/start`` answered with an invalid-request error -> ``failed`` (kind ``prompt``);
+- codex exits or the connection breaks -> ``failed`` (kind ``infrastructure``) naming the exit
+  status and the stderr tail;
+- ``dispose()`` of a run whose turn still runs closes codex's stdin at once (codex exits on
+  EOF within tens of milliseconds, even mid-turn), then the process layer's shutdown ladder
+  runs (wait, SIGTERM, SIGKILL the group), bounded; it settles the run ``cancelled``.
+
+The signal's interrupt waits (bounded) for ``turn/started`` and is repeated until the turn
+ends: Codex 0.171.0 answers "no active turn to interrupt" to an interrupt sent between the
+``turn/start`` answer and the turn really starting, and the transport counts that as success.
+
+Capabilities, advertised honestly:
+
+- ``persona``: **on**. It becomes the thread's ``developerInstructions``, which Codex sends to
+  the model as a developer message (checked in the tests against the request body the fake
+  Responses API recorded).
+- ``output_schema``: **on**, enforced on both sides. The schema is forwarded as the turn's
+  ``outputSchema`` (Codex asks the model for strict JSON-schema output) *and* the final answer
+  is parsed as JSON and validated locally with ``jsonschema``; an answer that is not JSON or
+  does not conform settles ``failed`` (kind ``turn``), and a conforming one settles
+  ``completed`` with the parsed object as its output. A schema that is itself invalid is
+  rejected before anything starts (``INVALID_REQUEST``).
+- ``depth_limit`` and ``tool_filter``: **off**. Codex's own tools cannot be filtered or its
+  nesting bounded from here; the service rejects such requests before a process is spawned
+  (and :meth:`CodexProvider.start` rejects them too when called directly).
+
+Continuable: :meth:`CodexProvider.prepare_continuable` keeps the thread open and runs each
+later message as a new turn; :meth:`CodexProvider.resume_continuable` starts a new process and
+reopens the thread with ``thread/resume`` (it needs the same ``CODEX_HOME``: threads persist
+there as rollout files).
+
+The provider owns the runs' tasks: use it as ``async with CodexProvider(...) as provider``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager, suppress
+from types import TracebackType
+from typing import Any, Final, cast, final
+
+import anyio
+import anyio.abc
+import jsonschema
+import jsonschema.exceptions
+import jsonschema.validators
+from pydantic import ValidationError
+
+from .._owned import open_owned_task_group
+from ..protocol import codex
+from ..protocol.jsonrpc import JsonValue
+from ..rpc import ConnectionClosedError, RPCError
+from ..transports.codex_app_server import (
+    AgentMessageDelta,
+    ApprovalPolicy,
+    CodexConnection,
+    CodexError,
+    CodexStartupError,
+    CodexThread,
+    ItemCompleted,
+    ItemStarted,
+    OtherEvent,
+    TokenUsage,
+    TurnError,
+    connect_codex,
+    decline_policy,
+)
+from ..transports.process import ProcessStartError
+from .contract import (
+    CancelSignal,
+    ProgressEvent,
+    SubagentCapabilities,
+    SubagentError,
+    SubagentErrorCode,
+    SubagentOutcome,
+    SubagentRequest,
+)
+from .progress import ProgressFeed
+
+__all__ = ("CodexConversation", "CodexProvider", "CodexRun", "run_codex_turn")
+
+_DISPOSE_BOUND: Final = 20.0
+"""Bound on waiting for a run's task (stdin closed, then the shutdown ladder) to finish."""
+
+_EOF_GRACE: Final = 3.0
+"""Seconds ``dispose()`` lets codex exit on stdin EOF before cancelling the run's task."""
+
+_CAPABILITIES: Final = SubagentCapabilities(output_schema=True, persona=True)
+
+_FAILURES: Final = (
+    ProcessStartError,
+    CodexStartupError,
+    RPCError,  # CodexError included
+    ConnectionClosedError,
+    ValidationError,
+)
+"""What a start (or a live connection) can fail with."""
+
+_INVALID_REQUEST_CODES: Final = frozenset({-32600, -32602})
+
+_STARTED_WAIT: Final = 5.0
+"""Seconds an interrupt waits for ``turn/started`` before it is sent anyway."""
+_INTERRUPT_TRIES: Final = 10
+_INTERRUPT_RETRY_DELAY: Final = 1.0
+"""An interrupt is repeated every this many seconds until the turn ends (bounded)."""
+
+
+def _shows_started(event: object) -> bool:
+    """Whether ``event`` shows that Codex runs the turn (so it can be interrupted)."""
+    if isinstance(event, OtherEvent):
+        return event.method == "turn/started"
+    return isinstance(event, AgentMessageDelta | ItemStarted | ItemCompleted | TurnError)
+
+
+def _text_of(params: JsonValue, name: str) -> str:
+    value = params.get(name) if isinstance(params, dict) else None
+    return value if isinstance(value, str) else ""
+
+
+def _usage(usage: TokenUsage | None) -> dict[str, JsonValue] | None:
+    if usage is None:
+        return None
+    data = cast("dict[str, JsonValue]", usage.total.model_dump(mode="json", by_alias=False))
+    if usage.model_context_window is not None:
+        data["model_context_window"] = usage.model_context_window
+    return data
+
+
+def _item_data(item: codex.ThreadItem, phase: str) -> dict[str, JsonValue]:
+    data = cast("dict[str, JsonValue]", item.model_dump(mode="json", by_alias=True))
+    data["event"] = phase
+    return data
+
+
+@final
+class _ProgressMapper:
+    """Turns the transport's typed turn events into contract progress events."""
+
+    def __init__(self) -> None:
+        self._reasoning_streamed: set[str] = set()
+
+    def map(self, event: object) -> ProgressEvent | None:
+        if isinstance(event, AgentMessageDelta):
+            return ProgressEvent("text", event.delta, {"item_id": event.item_id})
+        if isinstance(event, ItemStarted | ItemCompleted):
+            phase = "started" if isinstance(event, ItemStarted) else "completed"
+            return self._item(event.item, phase)
+        if isinstance(event, TurnError):
+            data: dict[str, JsonValue] = {
+                "will_retry": event.will_retry,
+                "codex_error_info": event.codex_error_info,
+            }
+            return ProgressEvent("other", event.message, data)
+        if isinstance(event, OtherEvent):
+            return self._other(event)
+        return None
+
+    def _item(self, item: codex.ThreadItem, phase: str) -> ProgressEvent | None:
+        if isinstance(item, codex.CommandExecutionItem):
+            return ProgressEvent("tool_call", item.command, _item_data(item, phase))
+        if isinstance(item, codex.FileChangeItem):
+            paths = ", ".join(change.path for change in item.changes)
+            return ProgressEvent("tool_call", f"edit {paths}", _item_data(item, phase))
+        if isinstance(item, codex.ReasoningItem) and phase == "completed":
+            if item.id in self._reasoning_streamed:
+                return None  # its text was already streamed as deltas
+            text = "\n".join(item.summary or item.content)
+            return ProgressEvent("thought", text) if text else None
+        return None
+
+    def _other(self, event: OtherEvent) -> ProgressEvent | None:
+        method, params = event.method, event.params
+        if method in ("item/reasoning/summaryTextDelta", "item/reasoning/textDelta"):
+            item_id = _text_of(params, "itemId")
+            self._reasoning_streamed.add(item_id)
+            return ProgressEvent("thought", _text_of(params, "delta"), {"item_id": item_id})
+        if method == "turn/plan/updated" and isinstance(params, dict):
+            plan = params.get("plan")
+            steps = len(plan) if isinstance(plan, list) else 0
+            return ProgressEvent("plan", f"{steps} steps", params)
+        if method == "item/plan/delta":
+            return ProgressEvent("plan", _text_of(params, "delta"))
+        return None
+
+
+def _check_output_schema(schema: Mapping[str, JsonValue]) -> None:
+    """Raise :class:`jsonschema.exceptions.SchemaError` when ``schema`` is not a valid schema."""
+    validator = jsonschema.validators.validator_for(dict(schema))
+    validator.check_schema(dict(schema))
+
+
+def _structured(
+    child_id: str, text: str, schema: Mapping[str, JsonValue], usage: dict[str, JsonValue] | None
+) -> SubagentOutcome:
+    try:
+        value: Any = json.loads(text)
+    except ValueError as exc:
+        return SubagentOutcome.failed(
+            child_id, "turn", f"the final answer is not JSON ({exc}): {text[:200]!r}", exc
+        )
+    try:
+        jsonschema.validate(value, dict(schema))
+    except jsonschema.exceptions.ValidationError as exc:
+        return SubagentOutcome.failed(
+            child_id, "turn", f"the final answer does not match the output schema: {exc.message}"
+        )
+    return SubagentOutcome.completed(child_id, cast(JsonValue, value), usage=usage)
+
+
+async def run_codex_turn(
+    thread: CodexThread,
+    child_id: str,
+    prompt: str,
+    cancel: CancelSignal,
+    feed: ProgressFeed | None = None,
+    *,
+    output_schema: Mapping[str, JsonValue] | None = None,
+    deadline: float | None = None,
+) -> SubagentOutcome:
+    """Run ``prompt`` as one turn of ``thread`` and map its end to an outcome (see the module
+    docstring). The signal interrupts the turn (``turn/interrupt``)."""
+    if cancel.cancelled:
+        return SubagentOutcome.cancelled(child_id, cancel.reason or "cancelled")
+    mapper = _ProgressMapper()
+    started = anyio.Event()
+    try:
+        async with thread.turn(prompt, output_schema=output_schema, deadline=deadline) as turn:
+
+            async def forward_cancel() -> None:
+                await cancel.wait()
+                # Codex answers "no active turn to interrupt" (which the transport takes as
+                # success) to an interrupt sent between the turn/start answer and the turn
+                # really starting: wait for turn/started, and repeat until the turn ends
+                # (this task is cancelled then).
+                with anyio.move_on_after(_STARTED_WAIT):
+                    await started.wait()
+                for _ in range(_INTERRUPT_TRIES):
+                    with suppress(CodexError, ConnectionClosedError):
+                        await turn.interrupt()
+                    await anyio.sleep(_INTERRUPT_RETRY_DELAY)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(forward_cancel)
+                async for event in turn:
+                    if not started.is_set() and _shows_started(event):
+                        started.set()
+                    progress = mapper.map(event)
+                    if progress is not None and feed is not None:
+                        feed.push(progress)
+                tg.cancel_scope.cancel()
+            result = await turn.result()
+    except ConnectionClosedError as exc:
+        return SubagentOutcome.failed(child_id, "infrastructure", str(exc), exc)
+    except RPCError as exc:
+        kind = "prompt" if exc.code in _INVALID_REQUEST_CODES else "turn"
+        return SubagentOutcome.failed(child_id, kind, f"codex refused the turn: {exc}", exc)
+    usage = _usage(result.usage)
+    if result.status == "interrupted":
+        reason = cancel.reason if cancel.cancelled else None
+        return SubagentOutcome.cancelled(child_id, reason or "the turn was interrupted")
+    if result.status == "failed":
+        return SubagentOutcome.failed(child_id, "turn", result.error or "the turn failed")
+    text = result.final_text or ""
+    if output_schema is not None:
+        return _structured(child_id, text, output_schema, usage)
+    return SubagentOutcome.completed(child_id, text, usage=usage)
+
+
+@final
+class CodexRun:
+    """A published Codex child: one thread, one turn."""
+
+    def __init__(self, provider: str, progress_capacity: int) -> None:
+        self._provider = provider
+        self.thread_id = ""
+        self._published = anyio.Event()
+        self._phase = anyio.Event()  # set on publication, or when the task ends first
+        self._settled = anyio.Event()
+        self._finished = anyio.Event()
+        self._release = anyio.Event()
+        self._outcome: SubagentOutcome | None = None
+        self._start_error: BaseException | None = None
+        self._feed = ProgressFeed(progress_capacity)
+        self._scope: anyio.CancelScope | None = None
+        self.connection: CodexConnection | None = None
+        """The live connection (until the run is disposed), for inspection."""
+
+    @property
+    def id(self) -> str:
+        return f"{self._provider}:{self.thread_id}"
+
+    @property
+    def published(self) -> bool:
+        return self._published.is_set()
+
+    @property
+    def start_error(self) -> BaseException | None:
+        return self._start_error
+
+    async def wait_started(self) -> None:
+        """Return once the run is published or its start failed."""
+        await self._phase.wait()
+
+    async def result(self) -> SubagentOutcome:
+        await self._settled.wait()
+        assert self._outcome is not None
+        return self._outcome
+
+    def progress(self) -> AsyncIterator[ProgressEvent] | None:
+        return self._feed
+
+    async def dispose(self) -> None:
+        self._release.set()
+        with anyio.CancelScope(shield=True):
+            if not self._settled.is_set():
+                self._settle(SubagentOutcome.cancelled(self.id, "disposed before the turn ended"))
+                connection = self.connection
+                if connection is not None and connection.process is not None:
+                    # A turn runs: close stdin at once (codex exits on EOF, even mid-turn),
+                    # and let the run's task see the connection end and leave normally. Not
+                    # cancelling its scope first matters: the scope holds the connection's
+                    # reader, which a turn left by cancellation waits on (see the report).
+                    with suppress(Exception), anyio.move_on_after(1.0):
+                        await connection.process.stdin.aclose()
+                    with anyio.move_on_after(_EOF_GRACE):
+                        await self._finished.wait()
+                if self._scope is not None:
+                    self._scope.cancel()
+            with anyio.move_on_after(_DISPOSE_BOUND):
+                await self._finished.wait()
+
+    def _settle(self, outcome: SubagentOutcome) -> None:
+        if self._outcome is None:
+            self._outcome = outcome
+            self._feed.close()
+            self._settled.set()
+
+    async def drive(
+        self, provider: CodexProvider, request: SubagentRequest, cancel: CancelSignal
+    ) -> None:
+        """The run's task (owned by the provider): spawn, thread, turn, then wait for dispose."""
+        try:
+            with anyio.CancelScope() as scope:
+                self._scope = scope
+                await self._thread(provider, request, cancel)
+        except _FAILURES as exc:
+            if not self._published.is_set():
+                self._start_error = exc
+            else:
+                self._settle(SubagentOutcome.failed(self.id, "infrastructure", str(exc), exc))
+        finally:
+            self.connection = None
+            if self._published.is_set():
+                self._settle(SubagentOutcome.cancelled(self.id, "the provider closed"))
+            self._feed.close()
+            self._phase.set()
+            self._finished.set()
+
+    async def _thread(
+        self, provider: CodexProvider, request: SubagentRequest, cancel: CancelSignal
+    ) -> None:
+        async with provider.connect() as connection:
+            thread = await provider.open_thread(connection, persona=request.persona)
+            self.thread_id = thread.id
+            self.connection = connection
+            self._published.set()
+            self._phase.set()
+            outcome = await run_codex_turn(
+                thread,
+                self.id,
+                request.prompt,
+                cancel,
+                self._feed,
+                output_schema=request.output_schema,
+                deadline=provider.turn_deadline,
+            )
+            self._settle(outcome)
+            await self._release.wait()
+
+    async def __aenter__(self) -> CodexRun:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+        /,
+    ) -> None:
+        await self.dispose()
+
+
+_Job = tuple[str, CancelSignal, list[SubagentOutcome], anyio.Event]
+
+
+@final
+class CodexConversation:
+    """A continuable Codex child: one thread, kept open; each :meth:`send` is a new turn.
+
+    Cold resume (:meth:`CodexProvider.resume_continuable`) starts a new ``codex app-server``
+    and reopens the thread with ``thread/resume`` (same ``CODEX_HOME``); the history is
+    replayed to the model.
+    """
+
+    def __init__(
+        self,
+        provider: CodexProvider,
+        resume_id: str | None,
+        request: SubagentRequest | None = None,
+    ) -> None:
+        self._provider = provider
+        self._resume_id = resume_id
+        self._persona = None if request is None else request.persona
+        self._first_schema = None if request is None else request.output_schema
+        self.thread_id = resume_id or ""
+        self._ready = False
+        self._phase = anyio.Event()
+        self._finished = anyio.Event()
+        self._failure: BaseException | None = None
+        # Unbuffered: a message is handed over only when the driver takes it.
+        send, receive = anyio.create_memory_object_stream[_Job](0)
+        self._in_progress: anyio.Event | None = None
+        self._jobs_in = send
+        self._jobs_out = receive
+        self.outcomes: list[SubagentOutcome] = []
+        """The outcome of every turn so far, in order."""
+
+    @property
+    def id(self) -> str:
+        return f"{self._provider.name}:{self.thread_id}"
+
+    def _gone(self) -> SubagentOutcome:
+        return SubagentOutcome.failed(
+            self.id, "infrastructure", f"the child is gone: {self._failure}", self._failure
+        )
+
+    async def send(self, message: str, *, cancel: CancelSignal | None = None) -> SubagentOutcome:
+        if self._finished.is_set():
+            return self._gone()
+        slot: list[SubagentOutcome] = []
+        done = anyio.Event()
+        try:
+            await self._jobs_in.send((message, cancel or CancelSignal(), slot, done))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            done.set()
+        await done.wait()
+        return slot[0] if slot else self._gone()
+
+    async def dispose(self) -> None:
+        self._jobs_in.close()
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_DISPOSE_BOUND):
+            await self._finished.wait()
+
+    async def drive(self) -> None:
+        """The child's task (owned by the provider)."""
+        provider = self._provider
+        try:
+            async with provider.connect() as connection:
+                if self._resume_id is None:
+                    thread = await provider.open_thread(connection, persona=self._persona)
+                else:
+                    thread = await provider.open_thread(connection, resume=self._resume_id)
+                self.thread_id = thread.id
+                self._ready = True
+                self._phase.set()
+                async for message, cancel, slot, done in self._jobs_out:
+                    self._in_progress = done
+                    schema, self._first_schema = self._first_schema, None
+                    outcome = await run_codex_turn(
+                        thread,
+                        self.id,
+                        message,
+                        cancel,
+                        output_schema=schema,
+                        deadline=provider.turn_deadline,
+                    )
+                    self.outcomes.append(outcome)
+                    slot.append(outcome)
+                    done.set()
+        except Exception as exc:  # the start failed, or codex went away: report it
+            self._failure = exc
+        finally:
+            self._jobs_out.close()
+            if self._in_progress is not None:
+                self._in_progress.set()
+            self._phase.set()
+            self._finished.set()
+
+    async def wait_ready(self) -> None:
+        """Return once the thread is open, or raise why it could not be opened."""
+        await self._phase.wait()
+        if not self._ready:
+            failure = self._failure
+            raise SubagentError(
+                SubagentErrorCode.START_FAILED,
+                f"codex {self._provider.command[0]!r} did not open the thread: {failure}",
+                provider=self._provider.name,
+            ) from failure
+
+
+@final
+class CodexProvider:
+    """Runs children as ``codex app-server`` processes of ``command``.
+
+    ``command`` is the whole argv (``[codex, "app-server", "--listen", "stdio://"]``).
+    ``env``/``inherit_env``: the child's environment (a clean base plus ``env``; the parent's
+    whole environment only with ``inherit_env=True``). ``cwd``, ``model``, ``sandbox``
+    (kebab-case), ``approval_mode`` (Codex's ``approvalPolicy``: when it asks) and ``config``
+    (free-form config overrides) go to ``thread/start`` (``None``: the ``config.toml``
+    default). ``approval_policy`` answers Codex's approval requests (default: decline).
+    ``startup_timeout`` bounds spawn + ``initialize``; ``turn_deadline`` (seconds) makes a turn
+    whose ``turn/completed`` never comes fail after being reconciled through ``thread/read``.
+    """
+
+    def __init__(
+        self,
+        command: Sequence[str],
+        *,
+        name: str = "codex",
+        cwd: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        inherit_env: bool = False,
+        model: str | None = None,
+        sandbox: codex.SandboxMode | None = None,
+        approval_mode: codex.ApprovalPolicyName | None = None,
+        approval_policy: ApprovalPolicy = decline_policy,
+        config: Mapping[str, JsonValue] | None = None,
+        startup_timeout: float = 30.0,
+        turn_deadline: float | None = None,
+        progress_capacity: int = 256,
+    ) -> None:
+        if not command:
+            raise ValueError("empty codex command")
+        self.command = list(command)
+        self._name = name
+        self.cwd = cwd
+        self.env = dict(env) if env is not None else None
+        self.inherit_env = inherit_env
+        self.model = model
+        self.sandbox: codex.SandboxMode | None = sandbox
+        self.approval_mode: codex.ApprovalPolicyName | None = approval_mode
+        self.approval_policy = approval_policy
+        self.config = dict(config) if config is not None else None
+        self.startup_timeout = startup_timeout
+        self.turn_deadline = turn_deadline
+        self._progress_capacity = progress_capacity
+        self._group: anyio.abc.TaskGroup | None = None
+        self._closed = False
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def capabilities(self) -> SubagentCapabilities:
+        return _CAPABILITIES
+
+    async def __aenter__(self) -> CodexProvider:
+        self._group = await open_owned_task_group(
+            self._group, closed=self._closed, what="a CodexProvider"
+        )
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool | None:
+        self._closed = True
+        group = self._group
+        assert group is not None
+        self._group = None
+        group.cancel_scope.cancel()
+        return await group.__aexit__(exc_type, exc, traceback)
+
+    @asynccontextmanager
+    async def connect(self) -> AsyncGenerator[CodexConnection, None]:
+        """Spawn codex and ``initialize`` it; on exit stdin is closed, then the ladder."""
+        async with connect_codex(
+            self.command,
+            env=self.env,
+            inherit_env=self.inherit_env,
+            cwd=self.cwd,
+            approval_policy=self.approval_policy,
+            startup_timeout=self.startup_timeout,
+            name=self._name,
+        ) as connection:
+            yield connection
+
+    async def open_thread(
+        self,
+        connection: CodexConnection,
+        *,
+        persona: str | None = None,
+        resume: str | None = None,
+    ) -> CodexThread:
+        """``thread/start`` (or ``thread/resume`` of ``resume``) with this provider's options."""
+        cwd = self.cwd if self.cwd is not None else os.getcwd()
+        if resume is not None:
+            return await connection.resume_thread(
+                resume,
+                cwd=cwd,
+                model=self.model,
+                sandbox=self.sandbox,
+                approval_policy=self.approval_mode,
+                config=self.config,
+            )
+        return await connection.start_thread(
+            cwd=cwd,
+            model=self.model,
+            sandbox=self.sandbox,
+            approval_policy=self.approval_mode,
+            developer_instructions=persona,
+            config=self.config,
+        )
+
+    def _check(self, request: SubagentRequest, cancel: CancelSignal) -> None:
+        if self._group is None:
+            raise SubagentError(
+                SubagentErrorCode.START_FAILED,
+                "the CodexProvider is not open (use `async with provider`)",
+                provider=self._name,
+            )
+        for feature in request.requested_features():
+            if not _CAPABILITIES.supports(feature):
+                raise SubagentError(
+                    SubagentErrorCode.UNSUPPORTED_CAPABILITY,
+                    f"the codex provider cannot enforce {feature!r}",
+                    provider=self._name,
+                    feature=feature,
+                )
+        if request.output_schema is not None:
+            try:
+                _check_output_schema(request.output_schema)
+            except jsonschema.exceptions.SchemaError as exc:
+                raise SubagentError(
+                    SubagentErrorCode.INVALID_REQUEST,
+                    f"the output schema is not a valid JSON schema: {exc.message}",
+                    provider=self._name,
+                ) from exc
+        if cancel.cancelled:
+            raise SubagentError(
+                SubagentErrorCode.CANCELLED, f"cancelled: {cancel.reason}", provider=self._name
+            )
+
+    async def start(self, request: SubagentRequest, *, cancel: CancelSignal) -> CodexRun:
+        self._check(request, cancel)
+        assert self._group is not None
+        run = CodexRun(self._name, self._progress_capacity)
+        self._group.start_soon(run.drive, self, request, cancel)
+        with cancel.linked_scope() as scope:
+            await run.wait_started()
+        if scope.cancelled_caught or (cancel.cancelled and not run.published):
+            await run.dispose()
+            raise SubagentError(
+                SubagentErrorCode.CANCELLED,
+                f"cancelled during the start: {cancel.reason}",
+                provider=self._name,
+            )
+        if not run.published:
+            error = run.start_error
+            raise SubagentError(
+                SubagentErrorCode.START_FAILED,
+                f"codex {self.command[0]!r} did not start: {error}",
+                provider=self._name,
+            ) from error
+        return run
+
+    async def prepare_continuable(
+        self, request: SubagentRequest, *, cancel: CancelSignal
+    ) -> CodexConversation:
+        """Start a child whose thread stays open; ``request`` is its first turn (its outcome
+        is ``conversation.outcomes[0]``)."""
+        self._check(request, cancel)
+        conversation = await self._open_conversation(CodexConversation(self, None, request), cancel)
+        await conversation.send(request.prompt, cancel=cancel)
+        return conversation
+
+    async def resume_continuable(self, child_id: str, *, cancel: CancelSignal) -> CodexConversation:
+        """Cold-resume ``child_id`` (``"<provider>:<threadId>"``) in a new codex process with
+        ``thread/resume`` (the thread must be in this provider's ``CODEX_HOME``)."""
+        self._check(SubagentRequest(""), cancel)
+        prefix = f"{self._name}:"
+        thread_id = child_id[len(prefix) :] if child_id.startswith(prefix) else child_id
+        return await self._open_conversation(CodexConversation(self, thread_id), cancel)
+
+    async def _open_conversation(
+        self, conversation: CodexConversation, cancel: CancelSignal
+    ) -> CodexConversation:
+        assert self._group is not None
+        self._group.start_soon(conversation.drive)
+        try:
+            with cancel.linked_scope() as scope:
+                await conversation.wait_ready()
+        except SubagentError:
+            await conversation.dispose()
+            raise
+        if scope.cancelled_caught:
+            await conversation.dispose()
+            raise SubagentError(
+                SubagentErrorCode.CANCELLED,
+                f"cancelled during the start: {cancel.reason}",
+                provider=self._name,
+            )
+        return conversation

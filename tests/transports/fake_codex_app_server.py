@@ -12,6 +12,10 @@ ids start at 0 in their own id space). What a turn does depends on words in its 
   items (the final text must come from the phase);
 - ``stall``: one delta, then nothing until ``turn/interrupt`` (answered ``{}``, then idle and
   ``turn/completed`` interrupted); a second interrupt gets "no active turn to interrupt";
+- ``late``: the ``turn/start`` answer, then nothing until the next message; a ``turn/interrupt``
+  arriving then is refused "no active turn to interrupt" and the turn starts right after it
+  (``turn/started``, one delta, then as ``stall``): the real binary's race between its answer
+  and the turn's start;
 - ``approve``: a command item and an ``item/commandExecution/requestApproval``; the decision
   is the final message (``decision: <d>``);
 - ``patch``: the same with ``item/fileChange/requestApproval``;
@@ -51,6 +55,7 @@ class Fake:
         self.server_request_id = 0
         self.threads: dict[str, list[dict[str, Json]]] = {}  # thread id -> turns
         self.active: dict[str, str] = {}  # thread id -> stalled/hung turn id
+        self.late: dict[str, tuple[str, dict[str, str], dict[str, Json]]] = {}  # not started
         self.waiting: dict[int, Callable[[dict[str, Json]], None]] = {}
 
     # -- output
@@ -196,6 +201,19 @@ class Fake:
 
     def on_turn_interrupt(self, request_id: Json, params: dict[str, Json]) -> None:
         thread_id, turn_id = params["threadId"], params["turnId"]
+        late = self.late.pop(thread_id, None)
+        if late is not None:
+            self.error(request_id, -32600, "no active turn to interrupt")
+            late_id, where, started = late
+            self.notify(
+                "thread/status/changed",
+                {"threadId": thread_id, "status": {"type": "active", "activeFlags": []}},
+            )
+            self.notify("turn/started", {"threadId": thread_id, "turn": started})
+            self.start_message(where, "msg-late")
+            self.delta(where, "msg-late", "Started late")
+            self.active[thread_id] = late_id
+            return
         if self.active.get(thread_id) != turn_id:
             self.error(request_id, -32600, "no active turn to interrupt")
             return
@@ -225,6 +243,9 @@ class Fake:
             self.complete(where, [self.message("msg-early", "Early bird.")])
             return
         self.answer(request_id, {"turn": started})
+        if "late" in text:
+            self.late[thread_id] = (turn_id, where, started)
+            return
         self.notify(
             "thread/status/changed",
             {"threadId": thread_id, "status": {"type": "active", "activeFlags": []}},

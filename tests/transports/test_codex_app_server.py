@@ -167,6 +167,41 @@ async def test_interrupt_ends_the_turn_interrupted_and_a_second_interrupt_is_har
     assert again.status == "completed"
 
 
+async def test_an_interrupt_refused_before_the_turn_started_is_sent_again(
+    tmp_path: Path,
+) -> None:
+    """An interrupt that reaches codex after its turn/start answer but before the turn really
+    started is refused "no active turn to interrupt"; the client sends it again once the turn
+    has started instead of taking the turn for ended (it would run on unseen)."""
+    record = tmp_path / "record.jsonl"
+    with anyio.fail_after(10):
+        async with connect_codex(fake("--record", str(record))) as conn:
+            thread = await conn.start_thread()
+            async with thread.turn("late") as turn:
+                await turn.interrupt()
+                result = await turn.result()
+    assert result.status == "interrupted"
+    assert len(requests_named(record, "turn/interrupt")) == 2
+
+
+async def test_leaving_a_turn_by_cancellation_does_not_wait_for_answers_nobody_reads() -> None:
+    """Cancelling a scope that holds the connection and a running turn: the turn's exit is
+    bounded (CANCELLED_EXIT_TIMEOUT per step when the block is left by cancellation: the
+    connection's reader may be cancelled too) and the turn still gets a result."""
+    with anyio.fail_after(8):
+        with anyio.CancelScope() as scope:
+            async with connect_codex(fake()) as conn:
+                thread = await conn.start_thread()
+                async with thread.turn("stall") as turn:
+                    async for event in turn:
+                        if isinstance(event, AgentMessageDelta):
+                            scope.cancel()
+                            await anyio.sleep(5)  # the cancellation lands here
+        assert scope.cancelled_caught
+    assert turn.done
+    assert (await turn.result()).status == "interrupted"
+
+
 async def test_leaving_the_turn_block_early_interrupts_the_turn(tmp_path: Path) -> None:
     """Like PromptTurn: leaving `async with` before the end interrupts the turn (bounded)."""
     record = tmp_path / "record.jsonl"

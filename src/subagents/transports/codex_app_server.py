@@ -92,6 +92,10 @@ INTERRUPT_TIMEOUT: float = 5.0
 """Seconds a ``turn/interrupt`` may take (a repeated one can hang: openai/codex#36926)."""
 INTERRUPT_SETTLE_TIMEOUT: float = 5.0
 """Seconds to wait for ``turn/completed`` after interrupting, when leaving a turn early."""
+CANCELLED_EXIT_TIMEOUT: float = 1.0
+"""The bound on each of those two waits when the turn's block is left by cancellation: the
+cancelled scope often holds the connection too, and then no answer can be read any more
+(codex answers an interrupt within ~10 ms when it can)."""
 IDLE_GRACE: float = 2.0
 """Seconds ``turn/completed`` may lag behind the thread going idle before reconciling."""
 RECONCILE_TIMEOUT: float = 10.0
@@ -344,6 +348,7 @@ class CodexTurn:
         self._bound = anyio.Event()
         self._wake = anyio.Event()  # the thread went idle (or the turn ended)
         self._active_seen = False
+        self._active = anyio.Event()  # turn/started (or the thread went active) was seen
         self._early: list[tuple[str, JsonValue]] = []
         self._items: list[codex.ThreadItem] = []
         self._usage: TokenUsage | None = None
@@ -391,20 +396,43 @@ class CodexTurn:
         self.interrupt_requested = True
         await self._send_interrupt()
 
-    async def _send_interrupt(self) -> None:
+    async def _send_interrupt(self, timeout: float | None = None) -> None:
+        """Send ``turn/interrupt`` until codex takes it, the turn ends, or ``timeout`` passes.
+
+        Codex answers "no active turn to interrupt" to an interrupt that arrives after the
+        ``turn/start`` answer but before the turn has really started: then the interrupt is
+        sent again once ``turn/started`` is seen (or after a short pause), instead of taking
+        the turn for ended while it runs on unseen.
+        """
         assert self.id is not None
         params = _params(codex.TurnInterruptParams(thread_id=self.thread.id, turn_id=self.id))
-        try:
-            with anyio.fail_after(INTERRUPT_TIMEOUT):
-                await self.thread.connection.request(methods.TURN_INTERRUPT, params)
-        except CodexError as exc:
-            if "no active turn" not in exc.message:
-                raise
-            logger.debug("turn %s: interrupt after its end: %s", self.id, exc.message)
-        except TimeoutError:
-            logger.warning(
-                "turn %s: turn/interrupt unanswered after %s s", self.id, INTERRUPT_TIMEOUT
-            )
+        limit = INTERRUPT_TIMEOUT if timeout is None else timeout
+        with anyio.move_on_after(limit) as scope:
+            while not self._done.is_set():
+                try:
+                    await self.thread.connection.request(methods.TURN_INTERRUPT, params)
+                    return
+                except CodexError as exc:
+                    if "no active turn" not in exc.message:
+                        raise
+                    logger.debug("turn %s: interrupt refused: %s", self.id, exc.message)
+                # Not started yet, or just ended: wait for either, then try again.
+                with anyio.move_on_after(0.05 if self._active.is_set() else 1.0):
+                    async with anyio.create_task_group() as tg:
+
+                        async def ended() -> None:
+                            await self._done.wait()
+                            tg.cancel_scope.cancel()
+
+                        async def started() -> None:
+                            await self._active.wait()
+                            tg.cancel_scope.cancel()
+
+                        tg.start_soon(ended)
+                        if not self._active.is_set():
+                            tg.start_soon(started)
+        if scope.cancelled_caught and not self._done.is_set():
+            logger.warning("turn %s: turn/interrupt not taken within %s s", self.id, limit)
 
     # -- routing (called by the connection, in notification order)
 
@@ -464,10 +492,12 @@ class CodexTurn:
             else:
                 if method == methods.TURN_STARTED:
                     self._active_seen = True
+                    self._active.set()
                 elif method == methods.THREAD_STATUS_CHANGED:
                     status = _field(_field(params, "status"), "type")
                     if status == "active":
                         self._active_seen = True
+                        self._active.set()
                     elif status == "idle" and self._active_seen:
                         self._wake.set()
                 event = OtherEvent(method, params)
@@ -614,11 +644,15 @@ class CodexTurn:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
+        interrupt_timeout = CANCELLED_EXIT_TIMEOUT if cancelled else INTERRUPT_TIMEOUT
+        settle_timeout = CANCELLED_EXIT_TIMEOUT if cancelled else INTERRUPT_SETTLE_TIMEOUT
         with anyio.CancelScope(shield=True):
-            if not self._done.is_set():
+            if not self._done.is_set() and self.id is not None:
+                self.interrupt_requested = True
                 with suppress(CodexError, ConnectionClosedError):
-                    await self.interrupt()
-                with anyio.move_on_after(INTERRUPT_SETTLE_TIMEOUT):
+                    await self._send_interrupt(interrupt_timeout)
+                with anyio.move_on_after(settle_timeout):
                     await self._done.wait()
                 if not self._done.is_set():
                     self._result = TurnResult(

@@ -50,8 +50,8 @@ def _require_jsonschema() -> Any:
         import jsonschema
     except ImportError as exc:  # pragma: no cover - depends on the installation
         raise RuntimeError(
-            "the conformance suite needs the jsonschema package: "
-            "pip install 'subagents[conformance]'"
+            "the conformance suite needs the jsonschema package (a dependency of subagents): "
+            "pip install jsonschema"
         ) from exc
     return jsonschema
 

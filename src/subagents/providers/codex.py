@@ -23,7 +23,7 @@ How a run ends:
 
 The signal's interrupt waits (bounded) for ``turn/started`` and is repeated until the turn
 ends: Codex 0.171.0 answers "no active turn to interrupt" to an interrupt sent between the
-``turn/start`` answer and the turn really starting, and the transport counts that as success.
+``turn/start`` answer and the turn really starting (the transport also re-sends it then).
 
 Capabilities, advertised honestly:
 

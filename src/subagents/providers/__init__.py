@@ -6,9 +6,6 @@ their own modules: :mod:`subagents.providers.acp` (any ACP agent command),
 :mod:`subagents.providers.scripted` (deterministic, for tests).
 """
 
-from .codex import CodexConversation as CodexConversation
-from .codex import CodexProvider as CodexProvider
-from .codex import CodexRun as CodexRun
 from .continuation import ContinuationManager as ContinuationManager
 from .contract import START_TIME_FEATURES as START_TIME_FEATURES
 from .contract import CancelSignal as CancelSignal
@@ -33,9 +30,6 @@ from .service import SubagentService as SubagentService
 __all__ = (
     "START_TIME_FEATURES",
     "CancelSignal",
-    "CodexConversation",
-    "CodexProvider",
-    "CodexRun",
     "ContinuableProvider",
     "Continuation",
     "ContinuationManager",

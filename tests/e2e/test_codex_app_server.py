@@ -24,13 +24,13 @@ import pytest
 
 from subagents.providers import (
     CancelSignal,
-    CodexProvider,
     ProgressEvent,
     SubagentError,
     SubagentErrorCode,
     SubagentOutcome,
     SubagentRequest,
 )
+from subagents.providers.codex import CodexProvider
 from subagents.testing.fake_models.openai_responses import (
     COMMAND_DECLINED_REPLY,
     COMMAND_MARKER_FILE,

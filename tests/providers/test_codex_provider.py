@@ -19,7 +19,6 @@ import pytest
 
 from subagents.providers import (
     CancelSignal,
-    CodexProvider,
     ContinuableProvider,
     ProgressEvent,
     SubagentCapabilities,
@@ -30,6 +29,7 @@ from subagents.providers import (
     SubagentRequest,
     SubagentService,
 )
+from subagents.providers.codex import CodexProvider
 from subagents.testing import (
     ProviderCheck,
     ProviderCheckSkipped,

@@ -23,6 +23,7 @@ from subagents.transports.codex_app_server import (
     ApprovalRequest,
     CodexError,
     CodexStartupError,
+    CodexTurn,
     Decision,
     ItemCompleted,
     ItemStarted,
@@ -188,16 +189,19 @@ async def test_leaving_a_turn_by_cancellation_does_not_wait_for_answers_nobody_r
     """Cancelling a scope that holds the connection and a running turn: the turn's exit is
     bounded (CANCELLED_EXIT_TIMEOUT per step when the block is left by cancellation: the
     connection's reader may be cancelled too) and the turn still gets a result."""
+    turns: list[CodexTurn] = []
     with anyio.fail_after(8):
         with anyio.CancelScope() as scope:
             async with connect_codex(fake()) as conn:
                 thread = await conn.start_thread()
                 async with thread.turn("stall") as turn:
+                    turns.append(turn)
                     async for event in turn:
                         if isinstance(event, AgentMessageDelta):
                             scope.cancel()
                             await anyio.sleep(5)  # the cancellation lands here
         assert scope.cancelled_caught
+    [turn] = turns
     assert turn.done
     assert (await turn.result()).status == "interrupted"
 

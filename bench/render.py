@@ -24,6 +24,8 @@ IMPL_ORDER = [
     "subagents/anyio-pipes",
 ]
 NOTES = Path(__file__).with_name("notes.md")
+CODEX_RESULTS = Path(__file__).with_name("codex-results.md")
+"""The Codex app-server section, written by ``bench/codex.py`` (a separate run), included."""
 #: Implementations whose driver runs only the spawn phase (no echo workload).
 STARTUP_ONLY = {"subagents/reference-agent"}
 
@@ -784,6 +786,9 @@ def render(
     add("")
     if NOTES.exists():
         add(NOTES.read_text().rstrip())
+        add("")
+    if CODEX_RESULTS.exists():
+        add(CODEX_RESULTS.read_text().rstrip())
         add("")
     return "\n".join(L)
 

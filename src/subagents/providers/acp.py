@@ -14,15 +14,12 @@ The provider owns the runs' tasks: use it as ``async with AcpProvider(...) as pr
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from types import TracebackType
 from typing import final
 
 import anyio
-import anyio.abc
 
-from .._owned import open_owned_task_group
 from ..rpc import ConnectionClosedError, RPCError
 from ..transports.acp_client import (
     AgentConnection,
@@ -35,6 +32,7 @@ from ..transports.acp_client import (
     reject_policy,
 )
 from ..transports.process import ProcessStartError
+from ._child_run import ChildConversation, ChildProvider, ChildRun
 from .contract import (
     CancelSignal,
     ProgressEvent,
@@ -53,117 +51,39 @@ _DISPOSE_BOUND = 15.0
 
 
 @final
-class AcpRun:
+class AcpRun(ChildRun["AcpProvider"]):
     """A published ACP child: one session, one turn."""
 
+    _dispose_bound = _DISPOSE_BOUND
+    _failures = (
+        ProcessStartError,
+        AgentStartupError,
+        ProtocolVersionError,
+        RPCError,
+        ConnectionClosedError,
+    )
+
     def __init__(self, provider: str, progress_capacity: int) -> None:
-        self._provider = provider
+        super().__init__(provider, progress_capacity)
         self.session_id = ""
-        self._published = anyio.Event()
-        self._phase = anyio.Event()  # set on publication, or when the task ends first
-        self._settled = anyio.Event()
-        self._finished = anyio.Event()
-        self._release = anyio.Event()
-        self._outcome: SubagentOutcome | None = None
-        self._start_error: BaseException | None = None
-        self._feed = ProgressFeed(progress_capacity)
-        self._scope: anyio.CancelScope | None = None
-        self._disposed = False
 
-    @property
-    def id(self) -> str:
-        return f"{self._provider}:{self.session_id}"
+    def _child_key(self) -> str:
+        return self.session_id
 
-    @property
-    def published(self) -> bool:
-        """Whether the session exists (the run was handed to the caller)."""
-        return self._published.is_set()
-
-    @property
-    def start_error(self) -> BaseException | None:
-        """Why the start failed, when it did."""
-        return self._start_error
-
-    async def wait_started(self) -> None:
-        """Return once the run is published or its start failed."""
-        await self._phase.wait()
-
-    async def result(self) -> SubagentOutcome:
-        await self._settled.wait()
-        assert self._outcome is not None
-        return self._outcome
-
-    def progress(self) -> AsyncIterator[ProgressEvent] | None:
-        return self._feed
-
-    async def dispose(self) -> None:
-        self._disposed = True
-        self._release.set()
-        if not self._settled.is_set():
-            self._settle(SubagentOutcome.cancelled(self.id, "disposed before the turn ended"))
-            if self._scope is not None:
-                self._scope.cancel()
-        with anyio.CancelScope(shield=True), anyio.move_on_after(_DISPOSE_BOUND):
-            await self._finished.wait()
-
-    def _settle(self, outcome: SubagentOutcome) -> None:
-        if self._outcome is None:
-            self._outcome = outcome
-            self._feed.close()
-            self._settled.set()
-
-    async def drive(
-        self, provider: AcpProvider, request: SubagentRequest, cancel: CancelSignal
-    ) -> None:
-        """The run's task (owned by the provider): spawn, session, turn, then wait for dispose."""
-        try:
-            with anyio.CancelScope() as scope:
-                self._scope = scope
-                await self._session(provider, request, cancel)
-        except (
-            ProcessStartError,
-            AgentStartupError,
-            ProtocolVersionError,
-            RPCError,
-            ConnectionClosedError,
-        ) as exc:
-            if not self._published.is_set():
-                self._start_error = exc
-            else:
-                self._settle(SubagentOutcome.failed(self.id, "infrastructure", str(exc), exc))
-        finally:
-            if self._published.is_set():
-                self._settle(SubagentOutcome.cancelled(self.id, "the provider closed"))
-            self._feed.close()
-            self._phase.set()
-            self._finished.set()
-
-    async def _session(
+    async def _run(
         self, provider: AcpProvider, request: SubagentRequest, cancel: CancelSignal
     ) -> None:
         async with provider.connect() as agent:
             session = await agent.new_session(provider.cwd)
             self.session_id = session.session_id
-            self._published.set()
-            self._phase.set()
-            self._settle(await run_turn(session, self.id, request.prompt, cancel, self._feed))
-            await self._release.wait()
-
-    async def __aenter__(self) -> AcpRun:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-        /,
-    ) -> None:
-        await self.dispose()
+            self._publish()
+            await self._conclude(
+                await run_turn(session, self.id, request.prompt, cancel, self._feed)
+            )
 
 
 @final
-class AcpConversation:
+class AcpConversation(ChildConversation):
     """A continuable ACP child: one session, kept open; each :meth:`send` is a new turn.
 
     Cold resume (:meth:`AcpProvider.resume_continuable`) starts a new agent process and
@@ -171,80 +91,32 @@ class AcpConversation:
     advertise and be able to serve from its own storage.
     """
 
+    _dispose_bound = _DISPOSE_BOUND
+
     def __init__(self, provider: AcpProvider, resume_id: str | None) -> None:
+        super().__init__(provider.name)
         self._provider = provider
         self._resume_id = resume_id
         self.session_id = resume_id or ""
-        self._ready = False
-        self._phase = anyio.Event()  # set once the session is open, or when the task ends first
-        self._finished = anyio.Event()
-        self._failure: BaseException | None = None
-        # Unbuffered: a message is handed over only when the driver takes it, so it is
-        # answered, or its sender fails when the driver is gone.
-        send, receive = anyio.create_memory_object_stream[
-            tuple[str, CancelSignal, list[SubagentOutcome], anyio.Event]
-        ](0)
-        self._in_progress: anyio.Event | None = None
-        self._jobs_in = send
-        self._jobs_out = receive
-        self.outcomes: list[SubagentOutcome] = []
-        """The outcome of every turn so far, in order."""
 
-    @property
-    def id(self) -> str:
-        return f"{self._provider.name}:{self.session_id}"
+    def _child_key(self) -> str:
+        return self.session_id
 
-    async def send(self, message: str, *, cancel: CancelSignal | None = None) -> SubagentOutcome:
-        if self._finished.is_set():
-            return SubagentOutcome.failed(
-                self.id, "infrastructure", f"the child is gone: {self._failure}", self._failure
-            )
-        slot: list[SubagentOutcome] = []
-        done = anyio.Event()
-        try:
-            await self._jobs_in.send((message, cancel or CancelSignal(), slot, done))
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            done.set()
-        await done.wait()
-        if not slot:
-            return SubagentOutcome.failed(
-                self.id, "infrastructure", f"the child is gone: {self._failure}", self._failure
-            )
-        return slot[0]
-
-    async def dispose(self) -> None:
-        self._jobs_in.close()
-        with anyio.CancelScope(shield=True), anyio.move_on_after(_DISPOSE_BOUND):
-            await self._finished.wait()
-
-    async def drive(self) -> None:
-        """The child's task (owned by the provider)."""
+    async def _converse(self) -> None:
         provider = self._provider
-        try:
-            async with provider.connect() as agent:
-                if self._resume_id is None:
-                    session = await agent.new_session(provider.cwd)
-                elif agent.capabilities.load_session:
-                    session = await agent.load_session(self._resume_id, provider.cwd)
-                else:
-                    session = await agent.resume_session(self._resume_id, provider.cwd)
-                self.session_id = session.session_id
-                self._ready = True
-                self._phase.set()
-                async for message, cancel, slot, done in self._jobs_out:
-                    self._in_progress = done
-                    outcome = await run_turn(session, self.id, message, cancel)
-                    self.outcomes.append(outcome)
-                    slot.append(outcome)
-                    done.set()
-        except Exception as exc:  # the start failed, or the agent went away: report it
-            self._failure = exc
-        finally:
-            self._jobs_out.close()  # senders still waiting fail at once
-            if self._in_progress is not None:
-                self._in_progress.set()  # a turn cut short: its sender sees the failure
-            self._phase.set()
-            self._finished.set()
+        async with provider.connect() as agent:
+            if self._resume_id is None:
+                session = await agent.new_session(provider.cwd)
+            elif agent.capabilities.load_session:
+                session = await agent.load_session(self._resume_id, provider.cwd)
+            else:
+                session = await agent.resume_session(self._resume_id, provider.cwd)
+            self.session_id = session.session_id
+
+            async def turn(message: str, cancel: CancelSignal) -> SubagentOutcome:
+                return await run_turn(session, self.id, message, cancel)
+
+            await self._serve(turn)
 
     async def wait_ready(self) -> None:
         """Return once the session exists, or raise why it could not be opened."""
@@ -265,8 +137,10 @@ class AcpConversation:
 
 
 @final
-class AcpProvider:
+class AcpProvider(ChildProvider):
     """Runs children as ACP agent processes of ``command``."""
+
+    _what = "AcpProvider"
 
     def __init__(
         self,
@@ -283,8 +157,8 @@ class AcpProvider:
     ) -> None:
         if not command:
             raise ValueError("empty agent command")
+        super().__init__(name)
         self.command = list(command)
-        self._name = name
         self.cwd = cwd
         self.env = dict(env) if env is not None else None
         self.inherit_env = inherit_env
@@ -292,35 +166,10 @@ class AcpProvider:
         self.auth_method = auth_method
         self.initialize_timeout = initialize_timeout
         self._progress_capacity = progress_capacity
-        self._group: anyio.abc.TaskGroup | None = None
-        self._closed = False
-
-    @property
-    def name(self) -> str:
-        return self._name
 
     @property
     def capabilities(self) -> SubagentCapabilities:
         return SubagentCapabilities()
-
-    async def __aenter__(self) -> AcpProvider:
-        self._group = await open_owned_task_group(
-            self._group, closed=self._closed, what="an AcpProvider"
-        )
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> bool | None:
-        self._closed = True
-        group = self._group
-        assert group is not None
-        self._group = None
-        group.cancel_scope.cancel()
-        return await group.__aexit__(exc_type, exc, traceback)
 
     @asynccontextmanager
     async def connect(self) -> AsyncGenerator[AgentConnection, None]:
@@ -344,7 +193,7 @@ class AcpProvider:
     ) -> AcpConversation:
         """Start a child whose session stays open; ``request`` is its first turn (its outcome
         is ``conversation.outcomes[0]``)."""
-        conversation = await self._open_conversation(None, cancel)
+        conversation = await self._open_conversation(lambda: AcpConversation(self, None), cancel)
         await conversation.send(request.prompt, cancel=cancel)
         return conversation
 
@@ -353,64 +202,13 @@ class AcpProvider:
         ``session/load`` or ``session/resume`` (the agent must advertise one of them)."""
         prefix = f"{self._name}:"
         session_id = child_id[len(prefix) :] if child_id.startswith(prefix) else child_id
-        return await self._open_conversation(session_id, cancel)
-
-    async def _open_conversation(
-        self, resume_id: str | None, cancel: CancelSignal
-    ) -> AcpConversation:
-        if self._group is None:
-            raise SubagentError(
-                SubagentErrorCode.START_FAILED,
-                "the AcpProvider is not open (use `async with provider`)",
-                provider=self._name,
-            )
-        conversation = AcpConversation(self, resume_id)
-        self._group.start_soon(conversation.drive)
-        try:
-            with cancel.linked_scope() as scope:
-                await conversation.wait_ready()
-        except SubagentError:
-            await conversation.dispose()
-            raise
-        if scope.cancelled_caught:
-            await conversation.dispose()
-            raise SubagentError(
-                SubagentErrorCode.CANCELLED,
-                f"cancelled during the start: {cancel.reason}",
-                provider=self._name,
-            )
-        return conversation
+        return await self._open_conversation(lambda: AcpConversation(self, session_id), cancel)
 
     async def start(self, request: SubagentRequest, *, cancel: CancelSignal) -> AcpRun:
-        if self._group is None:
-            raise SubagentError(
-                SubagentErrorCode.START_FAILED,
-                "the AcpProvider is not open (use `async with provider`)",
-                provider=self._name,
-            )
-        if cancel.cancelled:
-            raise SubagentError(
-                SubagentErrorCode.CANCELLED, f"cancelled: {cancel.reason}", provider=self._name
-            )
+        self._check_open()
+        self._check_not_cancelled(cancel)
         run = AcpRun(self._name, self._progress_capacity)
-        self._group.start_soon(run.drive, self, request, cancel)
-        with cancel.linked_scope() as scope:
-            await run.wait_started()
-        if scope.cancelled_caught or (cancel.cancelled and not run.published):
-            await run.dispose()
-            raise SubagentError(
-                SubagentErrorCode.CANCELLED,
-                f"cancelled during the start: {cancel.reason}",
-                provider=self._name,
-            )
-        if not run.published:
-            error = run.start_error
-            raise SubagentError(
-                SubagentErrorCode.START_FAILED,
-                f"agent {self.command[0]!r} did not start: {error}",
-                provider=self._name,
-            ) from error
-        return run
+        return await self._start_run(run, request, cancel, what=f"agent {self.command[0]!r}")
 
 
 async def run_turn(

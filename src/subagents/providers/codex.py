@@ -52,19 +52,16 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
-from types import TracebackType
 from typing import Any, Final, cast, final
 
 import anyio
-import anyio.abc
 import jsonschema
 import jsonschema.exceptions
 import jsonschema.validators
 from pydantic import ValidationError
 
-from .._owned import open_owned_task_group
 from ..protocol import codex
 from ..protocol.jsonrpc import JsonValue
 from ..rpc import ConnectionClosedError, RPCError
@@ -84,6 +81,7 @@ from ..transports.codex_app_server import (
     decline_policy,
 )
 from ..transports.process import ProcessStartError
+from ._child_run import ChildConversation, ChildProvider, ChildRun
 from .contract import (
     CancelSignal,
     ProgressEvent,
@@ -285,104 +283,44 @@ async def run_codex_turn(
 
 
 @final
-class CodexRun:
+class CodexRun(ChildRun["CodexProvider"]):
     """A published Codex child: one thread, one turn."""
 
+    _dispose_bound = _DISPOSE_BOUND
+    _failures = _FAILURES
+
     def __init__(self, provider: str, progress_capacity: int) -> None:
-        self._provider = provider
+        super().__init__(provider, progress_capacity)
         self.thread_id = ""
-        self._published = anyio.Event()
-        self._phase = anyio.Event()  # set on publication, or when the task ends first
-        self._settled = anyio.Event()
-        self._finished = anyio.Event()
-        self._release = anyio.Event()
-        self._outcome: SubagentOutcome | None = None
-        self._start_error: BaseException | None = None
-        self._feed = ProgressFeed(progress_capacity)
-        self._scope: anyio.CancelScope | None = None
         self.connection: CodexConnection | None = None
         """The live connection (until the run is disposed), for inspection."""
 
-    @property
-    def id(self) -> str:
-        return f"{self._provider}:{self.thread_id}"
+    def _child_key(self) -> str:
+        return self.thread_id
 
-    @property
-    def published(self) -> bool:
-        return self._published.is_set()
-
-    @property
-    def start_error(self) -> BaseException | None:
-        return self._start_error
-
-    async def wait_started(self) -> None:
-        """Return once the run is published or its start failed."""
-        await self._phase.wait()
-
-    async def result(self) -> SubagentOutcome:
-        await self._settled.wait()
-        assert self._outcome is not None
-        return self._outcome
-
-    def progress(self) -> AsyncIterator[ProgressEvent] | None:
-        return self._feed
-
-    async def dispose(self) -> None:
-        self._release.set()
-        with anyio.CancelScope(shield=True):
-            if not self._settled.is_set():
-                self._settle(SubagentOutcome.cancelled(self.id, "disposed before the turn ended"))
-                connection = self.connection
-                if connection is not None and connection.process is not None:
-                    # A turn runs: close stdin at once (codex exits on EOF, even mid-turn),
-                    # and let the run's task see the connection end and leave normally. Not
-                    # cancelling its scope first matters: the scope holds the connection's
-                    # reader, which a turn left by cancellation waits on (see the report).
-                    with suppress(Exception), anyio.move_on_after(1.0):
-                        await connection.process.stdin.aclose()
-                    with anyio.move_on_after(_EOF_GRACE):
-                        await self._finished.wait()
-                if self._scope is not None:
-                    self._scope.cancel()
-            with anyio.move_on_after(_DISPOSE_BOUND):
+    async def _stop_turn(self) -> None:
+        connection = self.connection
+        if connection is not None and connection.process is not None:
+            # A turn runs: close stdin at once (codex exits on EOF, even mid-turn), and let
+            # the run's task see the connection end and leave normally. Not cancelling its
+            # scope first matters: the scope holds the connection's reader, which a turn left
+            # by cancellation waits on (see the report).
+            with suppress(Exception), anyio.move_on_after(1.0):
+                await connection.process.stdin.aclose()
+            with anyio.move_on_after(_EOF_GRACE):
                 await self._finished.wait()
 
-    def _settle(self, outcome: SubagentOutcome) -> None:
-        if self._outcome is None:
-            self._outcome = outcome
-            self._feed.close()
-            self._settled.set()
+    def _on_task_end(self) -> None:
+        self.connection = None
 
-    async def drive(
-        self, provider: CodexProvider, request: SubagentRequest, cancel: CancelSignal
-    ) -> None:
-        """The run's task (owned by the provider): spawn, thread, turn, then wait for dispose."""
-        try:
-            with anyio.CancelScope() as scope:
-                self._scope = scope
-                await self._thread(provider, request, cancel)
-        except _FAILURES as exc:
-            if not self._published.is_set():
-                self._start_error = exc
-            else:
-                self._settle(SubagentOutcome.failed(self.id, "infrastructure", str(exc), exc))
-        finally:
-            self.connection = None
-            if self._published.is_set():
-                self._settle(SubagentOutcome.cancelled(self.id, "the provider closed"))
-            self._feed.close()
-            self._phase.set()
-            self._finished.set()
-
-    async def _thread(
+    async def _run(
         self, provider: CodexProvider, request: SubagentRequest, cancel: CancelSignal
     ) -> None:
         async with provider.connect() as connection:
             thread = await provider.open_thread(connection, persona=request.persona)
             self.thread_id = thread.id
             self.connection = connection
-            self._published.set()
-            self._phase.set()
+            self._publish()
             outcome = await run_codex_turn(
                 thread,
                 self.id,
@@ -392,27 +330,11 @@ class CodexRun:
                 output_schema=request.output_schema,
                 deadline=provider.turn_deadline,
             )
-            self._settle(outcome)
-            await self._release.wait()
-
-    async def __aenter__(self) -> CodexRun:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-        /,
-    ) -> None:
-        await self.dispose()
-
-
-_Job = tuple[str, CancelSignal, list[SubagentOutcome], anyio.Event]
+            await self._conclude(outcome)
 
 
 @final
-class CodexConversation:
+class CodexConversation(ChildConversation):
     """A continuable Codex child: one thread, kept open; each :meth:`send` is a new turn.
 
     Cold resume (:meth:`CodexProvider.resume_continuable`) starts a new ``codex app-server``
@@ -420,89 +342,45 @@ class CodexConversation:
     replayed to the model.
     """
 
+    _dispose_bound = _DISPOSE_BOUND
+
     def __init__(
         self,
         provider: CodexProvider,
         resume_id: str | None,
         request: SubagentRequest | None = None,
     ) -> None:
+        super().__init__(provider.name)
         self._provider = provider
         self._resume_id = resume_id
         self._persona = None if request is None else request.persona
         self._first_schema = None if request is None else request.output_schema
         self.thread_id = resume_id or ""
-        self._ready = False
-        self._phase = anyio.Event()
-        self._finished = anyio.Event()
-        self._failure: BaseException | None = None
-        # Unbuffered: a message is handed over only when the driver takes it.
-        send, receive = anyio.create_memory_object_stream[_Job](0)
-        self._in_progress: anyio.Event | None = None
-        self._jobs_in = send
-        self._jobs_out = receive
-        self.outcomes: list[SubagentOutcome] = []
-        """The outcome of every turn so far, in order."""
 
-    @property
-    def id(self) -> str:
-        return f"{self._provider.name}:{self.thread_id}"
+    def _child_key(self) -> str:
+        return self.thread_id
 
-    def _gone(self) -> SubagentOutcome:
-        return SubagentOutcome.failed(
-            self.id, "infrastructure", f"the child is gone: {self._failure}", self._failure
-        )
-
-    async def send(self, message: str, *, cancel: CancelSignal | None = None) -> SubagentOutcome:
-        if self._finished.is_set():
-            return self._gone()
-        slot: list[SubagentOutcome] = []
-        done = anyio.Event()
-        try:
-            await self._jobs_in.send((message, cancel or CancelSignal(), slot, done))
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            done.set()
-        await done.wait()
-        return slot[0] if slot else self._gone()
-
-    async def dispose(self) -> None:
-        self._jobs_in.close()
-        with anyio.CancelScope(shield=True), anyio.move_on_after(_DISPOSE_BOUND):
-            await self._finished.wait()
-
-    async def drive(self) -> None:
-        """The child's task (owned by the provider)."""
+    async def _converse(self) -> None:
         provider = self._provider
-        try:
-            async with provider.connect() as connection:
-                if self._resume_id is None:
-                    thread = await provider.open_thread(connection, persona=self._persona)
-                else:
-                    thread = await provider.open_thread(connection, resume=self._resume_id)
-                self.thread_id = thread.id
-                self._ready = True
-                self._phase.set()
-                async for message, cancel, slot, done in self._jobs_out:
-                    self._in_progress = done
-                    schema, self._first_schema = self._first_schema, None
-                    outcome = await run_codex_turn(
-                        thread,
-                        self.id,
-                        message,
-                        cancel,
-                        output_schema=schema,
-                        deadline=provider.turn_deadline,
-                    )
-                    self.outcomes.append(outcome)
-                    slot.append(outcome)
-                    done.set()
-        except Exception as exc:  # the start failed, or codex went away: report it
-            self._failure = exc
-        finally:
-            self._jobs_out.close()
-            if self._in_progress is not None:
-                self._in_progress.set()
-            self._phase.set()
-            self._finished.set()
+        async with provider.connect() as connection:
+            if self._resume_id is None:
+                thread = await provider.open_thread(connection, persona=self._persona)
+            else:
+                thread = await provider.open_thread(connection, resume=self._resume_id)
+            self.thread_id = thread.id
+
+            async def turn(message: str, cancel: CancelSignal) -> SubagentOutcome:
+                schema, self._first_schema = self._first_schema, None
+                return await run_codex_turn(
+                    thread,
+                    self.id,
+                    message,
+                    cancel,
+                    output_schema=schema,
+                    deadline=provider.turn_deadline,
+                )
+
+            await self._serve(turn)
 
     async def wait_ready(self) -> None:
         """Return once the thread is open, or raise why it could not be opened."""
@@ -517,7 +395,7 @@ class CodexConversation:
 
 
 @final
-class CodexProvider:
+class CodexProvider(ChildProvider):
     """Runs children as ``codex app-server`` processes of ``command``.
 
     ``command`` is the whole argv (``[codex, "app-server", "--listen", "stdio://"]``).
@@ -529,6 +407,8 @@ class CodexProvider:
     ``startup_timeout`` bounds spawn + ``initialize``; ``turn_deadline`` (seconds) makes a turn
     whose ``turn/completed`` never comes fail after being reconciled through ``thread/read``.
     """
+
+    _what = "CodexProvider"
 
     def __init__(
         self,
@@ -549,8 +429,8 @@ class CodexProvider:
     ) -> None:
         if not command:
             raise ValueError("empty codex command")
+        super().__init__(name)
         self.command = list(command)
-        self._name = name
         self.cwd = cwd
         self.env = dict(env) if env is not None else None
         self.inherit_env = inherit_env
@@ -562,35 +442,10 @@ class CodexProvider:
         self.startup_timeout = startup_timeout
         self.turn_deadline = turn_deadline
         self._progress_capacity = progress_capacity
-        self._group: anyio.abc.TaskGroup | None = None
-        self._closed = False
-
-    @property
-    def name(self) -> str:
-        return self._name
 
     @property
     def capabilities(self) -> SubagentCapabilities:
         return _CAPABILITIES
-
-    async def __aenter__(self) -> CodexProvider:
-        self._group = await open_owned_task_group(
-            self._group, closed=self._closed, what="a CodexProvider"
-        )
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> bool | None:
-        self._closed = True
-        group = self._group
-        assert group is not None
-        self._group = None
-        group.cancel_scope.cancel()
-        return await group.__aexit__(exc_type, exc, traceback)
 
     @asynccontextmanager
     async def connect(self) -> AsyncGenerator[CodexConnection, None]:
@@ -634,12 +489,7 @@ class CodexProvider:
         )
 
     def _check(self, request: SubagentRequest, cancel: CancelSignal) -> None:
-        if self._group is None:
-            raise SubagentError(
-                SubagentErrorCode.START_FAILED,
-                "the CodexProvider is not open (use `async with provider`)",
-                provider=self._name,
-            )
+        self._check_open()
         for feature in request.requested_features():
             if not _CAPABILITIES.supports(feature):
                 raise SubagentError(
@@ -657,33 +507,12 @@ class CodexProvider:
                     f"the output schema is not a valid JSON schema: {exc.message}",
                     provider=self._name,
                 ) from exc
-        if cancel.cancelled:
-            raise SubagentError(
-                SubagentErrorCode.CANCELLED, f"cancelled: {cancel.reason}", provider=self._name
-            )
+        self._check_not_cancelled(cancel)
 
     async def start(self, request: SubagentRequest, *, cancel: CancelSignal) -> CodexRun:
         self._check(request, cancel)
-        assert self._group is not None
         run = CodexRun(self._name, self._progress_capacity)
-        self._group.start_soon(run.drive, self, request, cancel)
-        with cancel.linked_scope() as scope:
-            await run.wait_started()
-        if scope.cancelled_caught or (cancel.cancelled and not run.published):
-            await run.dispose()
-            raise SubagentError(
-                SubagentErrorCode.CANCELLED,
-                f"cancelled during the start: {cancel.reason}",
-                provider=self._name,
-            )
-        if not run.published:
-            error = run.start_error
-            raise SubagentError(
-                SubagentErrorCode.START_FAILED,
-                f"codex {self.command[0]!r} did not start: {error}",
-                provider=self._name,
-            ) from error
-        return run
+        return await self._start_run(run, request, cancel, what=f"codex {self.command[0]!r}")
 
     async def prepare_continuable(
         self, request: SubagentRequest, *, cancel: CancelSignal
@@ -691,7 +520,9 @@ class CodexProvider:
         """Start a child whose thread stays open; ``request`` is its first turn (its outcome
         is ``conversation.outcomes[0]``)."""
         self._check(request, cancel)
-        conversation = await self._open_conversation(CodexConversation(self, None, request), cancel)
+        conversation = await self._open_conversation(
+            lambda: CodexConversation(self, None, request), cancel
+        )
         await conversation.send(request.prompt, cancel=cancel)
         return conversation
 
@@ -701,24 +532,4 @@ class CodexProvider:
         self._check(SubagentRequest(""), cancel)
         prefix = f"{self._name}:"
         thread_id = child_id[len(prefix) :] if child_id.startswith(prefix) else child_id
-        return await self._open_conversation(CodexConversation(self, thread_id), cancel)
-
-    async def _open_conversation(
-        self, conversation: CodexConversation, cancel: CancelSignal
-    ) -> CodexConversation:
-        assert self._group is not None
-        self._group.start_soon(conversation.drive)
-        try:
-            with cancel.linked_scope() as scope:
-                await conversation.wait_ready()
-        except SubagentError:
-            await conversation.dispose()
-            raise
-        if scope.cancelled_caught:
-            await conversation.dispose()
-            raise SubagentError(
-                SubagentErrorCode.CANCELLED,
-                f"cancelled during the start: {cancel.reason}",
-                provider=self._name,
-            )
-        return conversation
+        return await self._open_conversation(lambda: CodexConversation(self, thread_id), cancel)

@@ -50,7 +50,7 @@ from ..protocol.errors import RemoteProtocolError
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
 from ..protocol.jsonrpc import JsonValue
 from ..rpc import ConnectionClosedError, Peer, Router, RPCError, open_peer
-from .process import AgentProcess, open_agent_process
+from .process import AgentProcess, exit_reason_for, exited_while_open, open_agent_process
 
 __all__ = (
     "AgentConnection",
@@ -717,10 +717,7 @@ async def connect_agent(
         start_timeout=start_timeout,
         name=label,
     ) as process:
-
-        async def exit_reason() -> str:
-            exit_ = await process.wait()
-            return f"agent {label!r} (pid {process.pid}) {exit_.describe()}"
+        exit_reason = exit_reason_for(process, f"agent {label!r}")
 
         async with anyio.create_task_group() as tg:
             peer_holder: list[Peer] = []
@@ -728,12 +725,11 @@ async def connect_agent(
             async def watch_exit() -> None:
                 # A child can die with its stdout still open (a grandchild holding it): fail
                 # pending calls from the exit itself, after giving the stream a moment to end.
-                await process.wait()
-                with anyio.move_on_after(0.5):
-                    if peer_holder:
-                        await peer_holder[0].wait_closed()
-                if peer_holder and not peer_holder[0].closed:
-                    peer_holder[0].abort(await exit_reason())
+                peer = await exited_while_open(
+                    process, lambda: peer_holder[0] if peer_holder else None
+                )
+                if peer is not None:
+                    peer.abort(await exit_reason())
 
             tg.start_soon(watch_exit)
             try:

@@ -57,7 +57,7 @@ from ..protocol import codex
 from ..protocol.codex import methods
 from ..protocol.jsonrpc import ErrorCode, JsonValue
 from ..rpc import ConnectionClosedError, Peer, Router, RPCError, open_peer
-from .process import AgentProcess, open_agent_process
+from .process import AgentProcess, exit_reason_for, exited_while_open, open_agent_process
 
 __all__ = (
     "AgentMessageDelta",
@@ -976,10 +976,7 @@ async def connect_codex(
         start_timeout=startup_timeout,
         name=label,
     ) as process:
-
-        async def exit_reason() -> str:
-            exit_ = await process.wait()
-            return f"codex app-server {label!r} (pid {process.pid}) {exit_.describe()}"
+        exit_reason = exit_reason_for(process, f"codex app-server {label!r}")
 
         router = Router()
         async with (
@@ -1003,9 +1000,7 @@ async def connect_codex(
                 async with anyio.create_task_group() as inner:
 
                     async def on_exit() -> None:
-                        await process.wait()
-                        with anyio.move_on_after(0.5):
-                            await peer.wait_closed()
+                        await exited_while_open(process, lambda: peer)
                         inner.cancel_scope.cancel()
 
                     async def on_eof() -> None:

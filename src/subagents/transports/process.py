@@ -16,10 +16,10 @@ from __future__ import annotations
 import logging
 import os
 import signal
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
-from typing import Final, final
+from typing import Final, Protocol, TypeVar, final
 
 import anyio
 import anyio.abc
@@ -206,6 +206,49 @@ class AgentProcess:
                 self._tail.feed(data)
         finally:
             self._stderr_done.set()
+
+
+EXIT_CLOSE_GRACE: Final = 0.5
+"""Seconds a child that exited gets for its stdout to end before its connection is aborted."""
+
+
+def exit_reason_for(process: AgentProcess, what: str) -> Callable[[], Awaitable[str]]:
+    """Why a connection over ``process``'s stdio ended, for its ``eof_reason``: waits for the
+    exit, then names it (``"<what> (pid N) exited with status 1; stderr tail: ..."``)."""
+
+    async def reason() -> str:
+        exit_ = await process.wait()
+        return f"{what} (pid {process.pid}) {exit_.describe()}"
+
+    return reason
+
+
+class _Closable(Protocol):
+    @property
+    def closed(self) -> bool: ...
+
+    async def wait_closed(self) -> None: ...
+
+
+_ClosableT = TypeVar("_ClosableT", bound=_Closable)
+
+
+async def exited_while_open(
+    process: AgentProcess, connection: Callable[[], _ClosableT | None]
+) -> _ClosableT | None:
+    """Wait until ``process`` has exited, then (bounded by :data:`EXIT_CLOSE_GRACE`) for the
+    connection over its stdio to close; return the connection when it is still open.
+
+    A child can die with its stdout still open (a grandchild holding it): the caller aborts
+    the connection then, naming the exit. ``connection()`` is the connection, or ``None``
+    while there is none yet (then this returns ``None`` at once after the exit).
+    """
+    await process.wait()
+    current = connection()
+    with anyio.move_on_after(EXIT_CLOSE_GRACE):
+        if current is not None:
+            await current.wait_closed()
+    return current if current is not None and not current.closed else None
 
 
 async def terminate_process_group(

@@ -1,0 +1,361 @@
+"""What every provider of child processes shares (ACP agents, Codex app-servers).
+
+- :class:`ChildRun`: a published child with one turn: the start (publication, or why it
+  failed), the settling of its one outcome, its progress feed, and ``dispose()``;
+- :class:`ChildConversation`: a continuable child whose session stays open, each message a
+  new turn, served one at a time by the child's task;
+- :class:`ChildProvider`: the provider's task group (it owns its children's tasks), and how a
+  run or a conversation is started, published and handed back (or disposed of when the start
+  fails or is cancelled).
+
+Each protocol's provider keeps only what differs: its ids (session or thread), its connection
+and how one turn runs.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import AsyncIterator, Awaitable, Callable
+from types import TracebackType
+from typing import Any, ClassVar, Generic, Self, TypeVar
+
+import anyio
+import anyio.abc
+
+from .._owned import open_owned_task_group
+from .contract import (
+    CancelSignal,
+    ProgressEvent,
+    SubagentError,
+    SubagentErrorCode,
+    SubagentOutcome,
+    SubagentRequest,
+)
+from .progress import ProgressFeed
+
+__all__ = ("ChildConversation", "ChildProvider", "ChildRun")
+
+ProviderT = TypeVar("ProviderT")
+_RunT = TypeVar("_RunT", bound="ChildRun[Any]")
+_ConversationT = TypeVar("_ConversationT", bound="ChildConversation")
+
+Turn = Callable[[str, CancelSignal], Awaitable[SubagentOutcome]]
+"""Runs one message as a turn of an open session and maps its end to an outcome."""
+
+_Job = tuple[str, CancelSignal, list[SubagentOutcome], anyio.Event]
+
+
+class ChildRun(abc.ABC, Generic[ProviderT]):
+    """A published child: one session, one turn (``provider`` names the provider; the run's
+    id is ``"<provider>:<the session's id>"``)."""
+
+    _dispose_bound: ClassVar[float]
+    """Bound on waiting for the run's task (including the child's shutdown ladder) to end."""
+    _failures: ClassVar[tuple[type[BaseException], ...]]
+    """What a start (or a live connection) can fail with: a start error before publication,
+    a ``failed`` (infrastructure) outcome after it."""
+
+    def __init__(self, provider: str, progress_capacity: int) -> None:
+        self._provider = provider
+        self._published = anyio.Event()
+        self._phase = anyio.Event()  # set on publication, or when the task ends first
+        self._settled = anyio.Event()
+        self._finished = anyio.Event()
+        self._release = anyio.Event()
+        self._outcome: SubagentOutcome | None = None
+        self._start_error: BaseException | None = None
+        self._feed = ProgressFeed(progress_capacity)
+        self._scope: anyio.CancelScope | None = None
+        self._disposed = False
+
+    @abc.abstractmethod
+    def _child_key(self) -> str:
+        """The protocol's id of the child (its session or thread), empty before publication."""
+
+    @abc.abstractmethod
+    async def _run(
+        self, provider: ProviderT, request: SubagentRequest, cancel: CancelSignal
+    ) -> None:
+        """Spawn, open the session, :meth:`_publish`, run the turn, then :meth:`_conclude`."""
+
+    async def _stop_turn(self) -> None:
+        """Called by ``dispose()`` while the turn still runs, before the run's task is
+        cancelled (nothing by default)."""
+
+    def _on_task_end(self) -> None:
+        """Called first when the run's task ends (nothing by default)."""
+
+    @property
+    def id(self) -> str:
+        return f"{self._provider}:{self._child_key()}"
+
+    @property
+    def published(self) -> bool:
+        """Whether the session exists (the run was handed to the caller)."""
+        return self._published.is_set()
+
+    @property
+    def start_error(self) -> BaseException | None:
+        """Why the start failed, when it did."""
+        return self._start_error
+
+    async def wait_started(self) -> None:
+        """Return once the run is published or its start failed."""
+        await self._phase.wait()
+
+    async def result(self) -> SubagentOutcome:
+        await self._settled.wait()
+        assert self._outcome is not None
+        return self._outcome
+
+    def progress(self) -> AsyncIterator[ProgressEvent] | None:
+        return self._feed
+
+    async def dispose(self) -> None:
+        self._disposed = True
+        self._release.set()
+        with anyio.CancelScope(shield=True):
+            if not self._settled.is_set():
+                self._settle(SubagentOutcome.cancelled(self.id, "disposed before the turn ended"))
+                await self._stop_turn()
+                if self._scope is not None:
+                    self._scope.cancel()
+            with anyio.move_on_after(self._dispose_bound):
+                await self._finished.wait()
+
+    def _settle(self, outcome: SubagentOutcome) -> None:
+        if self._outcome is None:
+            self._outcome = outcome
+            self._feed.close()
+            self._settled.set()
+
+    def _publish(self) -> None:
+        """The session exists: hand the run to the caller."""
+        self._published.set()
+        self._phase.set()
+
+    async def _conclude(self, outcome: SubagentOutcome) -> None:
+        """The turn ended with ``outcome``: settle, and keep the child until disposed."""
+        self._settle(outcome)
+        await self._release.wait()
+
+    async def drive(
+        self, provider: ProviderT, request: SubagentRequest, cancel: CancelSignal
+    ) -> None:
+        """The run's task (owned by the provider): spawn, session, turn, then wait for dispose."""
+        try:
+            with anyio.CancelScope() as scope:
+                self._scope = scope
+                await self._run(provider, request, cancel)
+        except self._failures as exc:
+            if not self._published.is_set():
+                self._start_error = exc
+            else:
+                self._settle(SubagentOutcome.failed(self.id, "infrastructure", str(exc), exc))
+        finally:
+            self._on_task_end()
+            if self._published.is_set():
+                self._settle(SubagentOutcome.cancelled(self.id, "the provider closed"))
+            self._feed.close()
+            self._phase.set()
+            self._finished.set()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+        /,
+    ) -> None:
+        await self.dispose()
+
+
+class ChildConversation(abc.ABC):
+    """A continuable child: one session, kept open; each :meth:`send` is a new turn, run by
+    the child's task (owned by the provider) one at a time."""
+
+    _dispose_bound: ClassVar[float]
+    """Bound on waiting for the child's task (including its shutdown ladder) to end."""
+
+    def __init__(self, provider: str) -> None:
+        self._provider_name = provider
+        self._ready = False
+        self._phase = anyio.Event()  # set once the session is open, or when the task ends first
+        self._finished = anyio.Event()
+        self._failure: BaseException | None = None
+        # Unbuffered: a message is handed over only when the driver takes it, so it is
+        # answered, or its sender fails when the driver is gone.
+        send, receive = anyio.create_memory_object_stream[_Job](0)
+        self._in_progress: anyio.Event | None = None
+        self._jobs_in = send
+        self._jobs_out = receive
+        self.outcomes: list[SubagentOutcome] = []
+        """The outcome of every turn so far, in order."""
+
+    @abc.abstractmethod
+    def _child_key(self) -> str:
+        """The protocol's id of the child (its session or thread)."""
+
+    @abc.abstractmethod
+    async def _converse(self) -> None:
+        """Spawn, open (or reopen) the session, then :meth:`_serve` its turns."""
+
+    @abc.abstractmethod
+    async def wait_ready(self) -> None:
+        """Return once the session exists, or raise why it could not be opened."""
+
+    @property
+    def id(self) -> str:
+        return f"{self._provider_name}:{self._child_key()}"
+
+    def _gone(self) -> SubagentOutcome:
+        return SubagentOutcome.failed(
+            self.id, "infrastructure", f"the child is gone: {self._failure}", self._failure
+        )
+
+    async def send(self, message: str, *, cancel: CancelSignal | None = None) -> SubagentOutcome:
+        if self._finished.is_set():
+            return self._gone()
+        slot: list[SubagentOutcome] = []
+        done = anyio.Event()
+        try:
+            await self._jobs_in.send((message, cancel or CancelSignal(), slot, done))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            done.set()
+        await done.wait()
+        return slot[0] if slot else self._gone()
+
+    async def dispose(self) -> None:
+        self._jobs_in.close()
+        with anyio.CancelScope(shield=True), anyio.move_on_after(self._dispose_bound):
+            await self._finished.wait()
+
+    async def _serve(self, turn: Turn) -> None:
+        """The session is open: run each message sent as a ``turn``, until disposed."""
+        self._ready = True
+        self._phase.set()
+        async for message, cancel, slot, done in self._jobs_out:
+            self._in_progress = done
+            outcome = await turn(message, cancel)
+            self.outcomes.append(outcome)
+            slot.append(outcome)
+            done.set()
+
+    async def drive(self) -> None:
+        """The child's task (owned by the provider)."""
+        try:
+            await self._converse()
+        except Exception as exc:  # the start failed, or the child went away: report it
+            self._failure = exc
+        finally:
+            self._jobs_out.close()  # senders still waiting fail at once
+            if self._in_progress is not None:
+                self._in_progress.set()  # a turn cut short: its sender sees the failure
+            self._phase.set()
+            self._finished.set()
+
+
+class ChildProvider:
+    """Owns its children's tasks in a task group, entered with ``async with provider``."""
+
+    _what: ClassVar[str]
+    """The provider's class name, for messages (``"AcpProvider"``)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._group: anyio.abc.TaskGroup | None = None
+        self._closed = False
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    async def __aenter__(self) -> Self:
+        article = "an" if self._what[:1] in "AEIOU" else "a"
+        self._group = await open_owned_task_group(
+            self._group, closed=self._closed, what=f"{article} {self._what}"
+        )
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool | None:
+        self._closed = True
+        group = self._group
+        assert group is not None
+        self._group = None
+        group.cancel_scope.cancel()
+        return await group.__aexit__(exc_type, exc, traceback)
+
+    def _check_open(self) -> anyio.abc.TaskGroup:
+        if self._group is None:
+            raise SubagentError(
+                SubagentErrorCode.START_FAILED,
+                f"the {self._what} is not open (use `async with provider`)",
+                provider=self._name,
+            )
+        return self._group
+
+    def _check_not_cancelled(self, cancel: CancelSignal) -> None:
+        if cancel.cancelled:
+            raise SubagentError(
+                SubagentErrorCode.CANCELLED, f"cancelled: {cancel.reason}", provider=self._name
+            )
+
+    def _cancelled_during_start(self, cancel: CancelSignal) -> SubagentError:
+        return SubagentError(
+            SubagentErrorCode.CANCELLED,
+            f"cancelled during the start: {cancel.reason}",
+            provider=self._name,
+        )
+
+    async def _start_run(
+        self,
+        run: _RunT,
+        request: SubagentRequest,
+        cancel: CancelSignal,
+        *,
+        what: str,
+    ) -> _RunT:
+        """Start ``run``'s task and hand the run back once published; dispose of it and raise
+        when the start is cancelled or fails (``what`` names the child in that error)."""
+        assert self._group is not None
+        self._group.start_soon(run.drive, self, request, cancel)
+        with cancel.linked_scope() as scope:
+            await run.wait_started()
+        if scope.cancelled_caught or (cancel.cancelled and not run.published):
+            await run.dispose()
+            raise self._cancelled_during_start(cancel)
+        if not run.published:
+            error = run.start_error
+            raise SubagentError(
+                SubagentErrorCode.START_FAILED,
+                f"{what} did not start: {error}",
+                provider=self._name,
+            ) from error
+        return run
+
+    async def _open_conversation(
+        self, make: Callable[[], _ConversationT], cancel: CancelSignal
+    ) -> _ConversationT:
+        """Start the task of the conversation ``make`` makes and hand it back once its session
+        is open; dispose of it when that fails or is cancelled."""
+        group = self._check_open()
+        conversation = make()
+        group.start_soon(conversation.drive)
+        try:
+            with cancel.linked_scope() as scope:
+                await conversation.wait_ready()
+        except SubagentError:
+            await conversation.dispose()
+            raise
+        if scope.cancelled_caught:
+            await conversation.dispose()
+            raise self._cancelled_during_start(cancel)
+        return conversation

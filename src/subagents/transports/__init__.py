@@ -4,6 +4,7 @@
   explicit environment, stderr tail, bounded shutdown ladder);
 - :func:`connect_agent`: the ACP client endpoint (drive any ACP agent);
 - :func:`connect_codex`: the Codex app-server client (drive ``codex app-server``);
+- :func:`connect_claude`: the Claude Code client (drive ``claude`` over stream-json);
 - :class:`ClientSandbox`: the client's opt-in ``fs/*`` and ``terminal/*``, confined to a root;
 - pipe streams: asyncio's pipe transports on asyncio, portable fd streams elsewhere.
 """
@@ -42,6 +43,33 @@ if TYPE_CHECKING:
     from .acp_client import connect_agent_over as connect_agent_over
     from .acp_client import reject_policy as reject_policy
     from .acp_sandbox import ClientSandbox as ClientSandbox
+    from .claude_code import DEFAULT_MAX_LINE_BYTES as DEFAULT_MAX_LINE_BYTES
+    from .claude_code import AllowTool as AllowTool
+    from .claude_code import ClaudeAssistantMessage as ClaudeAssistantMessage
+    from .claude_code import ClaudeConfigError as ClaudeConfigError
+    from .claude_code import ClaudeConnection as ClaudeConnection
+    from .claude_code import ClaudeConnectionError as ClaudeConnectionError
+    from .claude_code import ClaudeControlError as ClaudeControlError
+    from .claude_code import ClaudeEvent as ClaudeEvent
+    from .claude_code import ClaudeHook as ClaudeHook
+    from .claude_code import ClaudeLineTooLongError as ClaudeLineTooLongError
+    from .claude_code import ClaudeOptions as ClaudeOptions
+    from .claude_code import ClaudePermissionPolicy as ClaudePermissionPolicy
+    from .claude_code import ClaudeRawEvent as ClaudeRawEvent
+    from .claude_code import ClaudeResult as ClaudeResult
+    from .claude_code import ClaudeStartupError as ClaudeStartupError
+    from .claude_code import ClaudeStreamEvent as ClaudeStreamEvent
+    from .claude_code import ClaudeSystemInit as ClaudeSystemInit
+    from .claude_code import ClaudeToolUse as ClaudeToolUse
+    from .claude_code import ClaudeTurn as ClaudeTurn
+    from .claude_code import ClaudeUserMessage as ClaudeUserMessage
+    from .claude_code import DenyTool as DenyTool
+    from .claude_code import ToolPermissionRequest as ToolPermissionRequest
+    from .claude_code import allow_tools_policy as allow_tools_policy
+    from .claude_code import build_claude_argv as build_claude_argv
+    from .claude_code import build_claude_env as build_claude_env
+    from .claude_code import connect_claude as connect_claude
+    from .claude_code import deny_tools_policy as deny_tools_policy
     from .codex_app_server import AgentMessageDelta as AgentMessageDelta
     from .codex_app_server import ApprovalPolicy as ApprovalPolicy
     from .codex_app_server import ApprovalRequest as ApprovalRequest
@@ -127,6 +155,33 @@ _WHERE: dict[str, str] = {
     "serve_agent_over": ".acp_agent",
     "terminate_process_group": ".process",
     "wrap_pipe_fds": "._fd",
+    "DEFAULT_MAX_LINE_BYTES": ".claude_code",
+    "AllowTool": ".claude_code",
+    "ClaudeAssistantMessage": ".claude_code",
+    "ClaudeConfigError": ".claude_code",
+    "ClaudeConnection": ".claude_code",
+    "ClaudeConnectionError": ".claude_code",
+    "ClaudeControlError": ".claude_code",
+    "ClaudeEvent": ".claude_code",
+    "ClaudeHook": ".claude_code",
+    "ClaudeLineTooLongError": ".claude_code",
+    "ClaudeOptions": ".claude_code",
+    "ClaudePermissionPolicy": ".claude_code",
+    "ClaudeRawEvent": ".claude_code",
+    "ClaudeResult": ".claude_code",
+    "ClaudeStartupError": ".claude_code",
+    "ClaudeStreamEvent": ".claude_code",
+    "ClaudeSystemInit": ".claude_code",
+    "ClaudeToolUse": ".claude_code",
+    "ClaudeTurn": ".claude_code",
+    "ClaudeUserMessage": ".claude_code",
+    "DenyTool": ".claude_code",
+    "ToolPermissionRequest": ".claude_code",
+    "allow_tools_policy": ".claude_code",
+    "build_claude_argv": ".claude_code",
+    "build_claude_env": ".claude_code",
+    "connect_claude": ".claude_code",
+    "deny_tools_policy": ".claude_code",
 }
 
 
@@ -150,17 +205,37 @@ def __dir__() -> list[str]:
 __all__ = (
     "AGENT_PROTOCOL_VERSIONS",
     "BASE_ENV_VARS",
+    "DEFAULT_MAX_LINE_BYTES",
     "Agent",
     "AgentConnection",
     "AgentMessageDelta",
     "AgentProcess",
     "AgentStartupError",
     "AgentTurn",
+    "AllowTool",
     "ApprovalPolicy",
     "ApprovalRequest",
     "AsyncioPipeReceiveStream",
     "AsyncioPipeSendStream",
     "CapabilityError",
+    "ClaudeAssistantMessage",
+    "ClaudeConfigError",
+    "ClaudeConnection",
+    "ClaudeConnectionError",
+    "ClaudeControlError",
+    "ClaudeEvent",
+    "ClaudeHook",
+    "ClaudeLineTooLongError",
+    "ClaudeOptions",
+    "ClaudePermissionPolicy",
+    "ClaudeRawEvent",
+    "ClaudeResult",
+    "ClaudeStartupError",
+    "ClaudeStreamEvent",
+    "ClaudeSystemInit",
+    "ClaudeToolUse",
+    "ClaudeTurn",
+    "ClaudeUserMessage",
     "ClientCapabilityError",
     "ClientConnection",
     "ClientExtension",
@@ -173,6 +248,7 @@ __all__ = (
     "CodexThread",
     "CodexTurn",
     "Decision",
+    "DenyTool",
     "FdReceiveStream",
     "FdSendStream",
     "ItemCompleted",
@@ -185,15 +261,21 @@ __all__ = (
     "ProtocolVersionError",
     "TerminalHandle",
     "TokenUsage",
+    "ToolPermissionRequest",
     "TurnError",
     "TurnResult",
     "accept_policy",
     "allow_policy",
+    "allow_tools_policy",
     "build_child_env",
+    "build_claude_argv",
+    "build_claude_env",
     "connect_agent",
     "connect_agent_over",
+    "connect_claude",
     "connect_codex",
     "decline_policy",
+    "deny_tools_policy",
     "negotiate_protocol_version",
     "open_agent_process",
     "open_pipe_pair",

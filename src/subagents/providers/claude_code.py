@@ -1,0 +1,373 @@
+"""``ClaudeCodeProvider``: the Claude Code CLI (``claude``, stream-json) as a subagent.
+
+start = spawn the CLI + ``initialize`` + send the prompt as a user message; the run is
+published once the turn's ``system/init`` names the session (the child id is
+``"<provider name>:<session id>"``). A run is one turn on a fresh CLI process. Live progress
+comes from the stream events (``--include-partial-messages``): text deltas -> ``text``,
+thinking deltas -> ``thought``, ``tool_use`` blocks -> ``tool_call``.
+
+How a run ends:
+
+- a ``success`` result -> ``completed`` with the result text (and its usage);
+- the signal sends the ``interrupt`` control request; the turn's result -> ``cancelled``;
+- an error result (an API error ends as ``success`` with ``is_error``; ``error_max_turns``,
+  ...) -> ``failed`` (kind ``turn``) with the CLI's message;
+- the CLI exits mid-turn -> ``failed`` (kind ``infrastructure``) naming the exit status and
+  the stderr tail;
+- ``dispose()`` of a running turn interrupts it (bounded), closes stdin, then the process
+  layer's shutdown ladder runs; it settles the run ``cancelled``.
+
+Capabilities, advertised honestly:
+
+- ``persona``: **on**. It becomes the CLI's system prompt (``--system-prompt``, replacing
+  ``options.system_prompt``): the CLI sends it to the model as the system prompt.
+- ``tool_filter``: **off**. ``--allowedTools`` only pre-approves tools: a tool not listed
+  still runs when the permission policy or mode lets it, so a filter could not be enforced
+  from that flag alone.
+- ``output_schema`` and ``depth_limit``: **off** (not applied by the CLI's stream-json mode).
+  The service rejects such requests before a process is spawned, and :meth:`start` does too.
+
+Continuable: :meth:`ClaudeCodeProvider.prepare_continuable` keeps the CLI process open and
+runs each later message as a new turn of the same session;
+:meth:`ClaudeCodeProvider.resume_continuable` starts a new process with ``--resume <session
+id>`` (it needs the same ``config_dir`` and ``cwd``: sessions persist there).
+
+The provider owns the runs' tasks: use it as ``async with ClaudeCodeProvider(...) as
+provider``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncGenerator, Callable, Mapping
+from contextlib import asynccontextmanager, suppress
+from dataclasses import replace
+from typing import Final, final
+
+import anyio
+
+from ..protocol.jsonrpc import JsonValue
+from ..transports.claude_code import (
+    ClaudeConfigError,
+    ClaudeConnection,
+    ClaudeConnectionError,
+    ClaudeControlError,
+    ClaudeLineTooLongError,
+    ClaudeOptions,
+    ClaudePermissionPolicy,
+    ClaudeResult,
+    ClaudeStartupError,
+    ClaudeStreamEvent,
+    ClaudeSystemInit,
+    ClaudeToolUse,
+    ClaudeTurn,
+    connect_claude,
+)
+from ..transports.process import ProcessStartError
+from ._child_run import ChildConversation, ChildProvider, ChildRun
+from .contract import (
+    CancelSignal,
+    ProgressEvent,
+    SubagentCapabilities,
+    SubagentError,
+    SubagentErrorCode,
+    SubagentOutcome,
+    SubagentRequest,
+)
+from .progress import ProgressFeed
+
+__all__ = ("ClaudeCodeConversation", "ClaudeCodeProvider", "ClaudeCodeRun", "run_claude_turn")
+
+_DISPOSE_BOUND: Final = 20.0
+"""Bound on waiting for a run's task (interrupt, stdin closed, then the ladder) to finish."""
+
+_CAPABILITIES: Final = SubagentCapabilities(persona=True)
+
+_FAILURES: Final = (
+    ProcessStartError,
+    ClaudeStartupError,
+    ClaudeConnectionError,
+    ClaudeControlError,
+    ClaudeConfigError,
+)
+"""What a start (or a live connection) can fail with."""
+
+
+def _progress(event: object) -> ProgressEvent | None:
+    """The contract progress event of one transport event, if any."""
+    if isinstance(event, ClaudeStreamEvent):
+        text = event.text_delta
+        if text is not None:
+            return ProgressEvent("text", text)
+        raw = event.event
+        delta = raw.get("delta")
+        if raw.get("type") == "content_block_delta" and isinstance(delta, dict):
+            thinking = delta.get("thinking")
+            if delta.get("type") == "thinking_delta" and isinstance(thinking, str):
+                return ProgressEvent("thought", thinking)
+        return None
+    if isinstance(event, ClaudeToolUse):
+        data: dict[str, JsonValue] = {"id": event.id, "input": event.input}
+        return ProgressEvent("tool_call", event.name, data)
+    return None
+
+
+def _outcome(child_id: str, result: ClaudeResult, cancel: CancelSignal) -> SubagentOutcome:
+    usage: dict[str, JsonValue] = dict(result.usage)
+    if result.total_cost_usd is not None:
+        usage["total_cost_usd"] = result.total_cost_usd
+    if cancel.cancelled and (result.is_error or result.subtype != "success"):
+        return SubagentOutcome.cancelled(child_id, cancel.reason or "cancelled")
+    if result.subtype == "success" and not result.is_error:
+        return SubagentOutcome.completed(child_id, result.result or "", usage=usage)
+    if result.subtype == "error_during_execution" and result.terminal_reason == "aborted_streaming":
+        return SubagentOutcome.cancelled(child_id, "the turn was interrupted")
+    message = result.result or "; ".join(result.errors) or f"the turn ended: {result.subtype}"
+    return SubagentOutcome.failed(child_id, "turn", message)
+
+
+async def run_claude_turn(
+    connection: ClaudeConnection,
+    turn: ClaudeTurn,
+    child_id: Callable[[], str],
+    cancel: CancelSignal,
+    feed: ProgressFeed | None = None,
+    *,
+    on_session: Callable[[str], None] | None = None,
+) -> SubagentOutcome:
+    """Read ``turn`` to its result and map its end to an outcome (see the module docstring).
+
+    ``on_session`` is called with the session id when ``system/init`` arrives; the signal
+    interrupts the turn. A lost connection raises :class:`ClaudeConnectionError`."""
+
+    async def forward_cancel() -> None:
+        await cancel.wait()
+        with suppress(ClaudeControlError, ClaudeConnectionError, TimeoutError):
+            await connection.interrupt()
+
+    seen_session = False
+    failure: Exception | None = None
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(forward_cancel)
+        try:
+            async for event in turn:
+                if isinstance(event, ClaudeSystemInit) and not seen_session:
+                    seen_session = True
+                    if on_session is not None:
+                        on_session(event.session_id)
+                progress = _progress(event)
+                if progress is not None and feed is not None:
+                    feed.push(progress)
+        except (ClaudeLineTooLongError, ClaudeConnectionError) as exc:
+            failure = exc  # raised below, not wrapped in an ExceptionGroup
+        tg.cancel_scope.cancel()
+    if isinstance(failure, ClaudeConnectionError):
+        raise failure
+    if failure is not None:
+        if not seen_session and on_session is not None:
+            on_session(connection.session_id or "")
+        return SubagentOutcome.failed(child_id(), "turn", str(failure), failure)
+    result = turn.result
+    assert result is not None
+    if not seen_session and on_session is not None:
+        on_session(result.session_id or connection.session_id or "")
+    return _outcome(child_id(), result, cancel)
+
+
+@final
+class ClaudeCodeRun(ChildRun["ClaudeCodeProvider"]):
+    """A published Claude Code child: one CLI process, one turn."""
+
+    _dispose_bound = _DISPOSE_BOUND
+    _failures = _FAILURES
+
+    def __init__(self, provider: str, progress_capacity: int) -> None:
+        super().__init__(provider, progress_capacity)
+        self.session_id = ""
+
+    def _child_key(self) -> str:
+        return self.session_id
+
+    def _on_session(self, session_id: str) -> None:
+        self.session_id = session_id
+        self._publish()
+
+    async def _run(
+        self, provider: ClaudeCodeProvider, request: SubagentRequest, cancel: CancelSignal
+    ) -> None:
+        async with provider.connect(persona=request.persona) as connection:
+            async with connection.turn(request.prompt) as turn:
+                outcome = await run_claude_turn(
+                    connection,
+                    turn,
+                    lambda: self.id,
+                    cancel,
+                    self._feed,
+                    on_session=self._on_session,
+                )
+            await self._conclude(outcome)
+
+
+@final
+class ClaudeCodeConversation(ChildConversation):
+    """A continuable Claude Code child: one CLI process, kept open; each :meth:`send` is a new
+    turn of its session. Cold resume starts a new process with ``--resume <session id>``."""
+
+    _dispose_bound = _DISPOSE_BOUND
+
+    def __init__(
+        self, provider: ClaudeCodeProvider, resume_id: str | None, persona: str | None = None
+    ) -> None:
+        super().__init__(provider.name)
+        self._provider = provider
+        self._resume_id = resume_id
+        self._persona = persona
+        self.session_id = resume_id or ""
+
+    def _child_key(self) -> str:
+        return self.session_id
+
+    def _on_session(self, session_id: str) -> None:
+        if session_id:
+            self.session_id = session_id
+
+    async def _converse(self) -> None:
+        provider = self._provider
+        async with provider.connect(persona=self._persona, resume=self._resume_id) as connection:
+
+            async def turn(message: str, cancel: CancelSignal) -> SubagentOutcome:
+                if cancel.cancelled:
+                    return SubagentOutcome.cancelled(self.id, cancel.reason or "cancelled")
+                try:
+                    async with connection.turn(message) as claude_turn:
+                        return await run_claude_turn(
+                            connection,
+                            claude_turn,
+                            lambda: self.id,
+                            cancel,
+                            on_session=self._on_session,
+                        )
+                except ClaudeConnectionError as exc:
+                    return SubagentOutcome.failed(self.id, "infrastructure", str(exc), exc)
+
+            await self._serve(turn)
+
+    async def wait_ready(self) -> None:
+        """Return once the CLI is initialized, or raise why it could not start."""
+        await self._phase.wait()
+        if not self._ready:
+            failure = self._failure
+            raise SubagentError(
+                SubagentErrorCode.START_FAILED,
+                f"claude {os.fspath(self._provider.cli)!r} did not start: {failure}",
+                provider=self._provider.name,
+            ) from failure
+
+
+@final
+class ClaudeCodeProvider(ChildProvider):
+    """Runs children as ``claude`` CLI processes at ``cli`` with ``options``.
+
+    ``env``/``inherit_env``/``cwd``: the child's environment and directory (see
+    :func:`~subagents.transports.claude_code.build_claude_env`). ``permission_policy``
+    answers the CLI's ``can_use_tool`` requests (``None``: no prompt tool; whatever asks is
+    denied). ``startup_timeout`` bounds spawn + ``initialize``.
+    """
+
+    _what = "ClaudeCodeProvider"
+
+    def __init__(
+        self,
+        cli: str | os.PathLike[str],
+        options: ClaudeOptions,
+        *,
+        name: str = "claude-code",
+        cwd: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        inherit_env: bool = False,
+        permission_policy: ClaudePermissionPolicy | None = None,
+        startup_timeout: float = 60.0,
+        progress_capacity: int = 256,
+    ) -> None:
+        super().__init__(name)
+        self.cli = cli
+        self.options = options
+        self.cwd = cwd
+        self.env = dict(env) if env is not None else None
+        self.inherit_env = inherit_env
+        self.permission_policy = permission_policy
+        self.startup_timeout = startup_timeout
+        self._progress_capacity = progress_capacity
+
+    @property
+    def capabilities(self) -> SubagentCapabilities:
+        return _CAPABILITIES
+
+    def options_for(
+        self, *, persona: str | None = None, resume: str | None = None
+    ) -> ClaudeOptions:
+        """This provider's options with ``persona`` as the system prompt and ``resume``."""
+        options = self.options
+        if persona is not None:
+            options = replace(options, system_prompt=persona)
+        if resume is not None:
+            options = replace(options, resume=resume)
+        return options
+
+    @asynccontextmanager
+    async def connect(
+        self, *, persona: str | None = None, resume: str | None = None
+    ) -> AsyncGenerator[ClaudeConnection, None]:
+        """Spawn the CLI and ``initialize`` it; on exit: interrupt, stdin closed, the ladder."""
+        async with connect_claude(
+            self.cli,
+            self.options_for(persona=persona, resume=resume),
+            env=self.env,
+            inherit_env=self.inherit_env,
+            cwd=self.cwd,
+            permission_policy=self.permission_policy,
+            startup_timeout=self.startup_timeout,
+            name=self._name,
+        ) as connection:
+            yield connection
+
+    def _check(self, request: SubagentRequest, cancel: CancelSignal) -> None:
+        self._check_open()
+        for feature in request.requested_features():
+            if not _CAPABILITIES.supports(feature):
+                raise SubagentError(
+                    SubagentErrorCode.UNSUPPORTED_CAPABILITY,
+                    f"the claude code provider cannot enforce {feature!r}",
+                    provider=self._name,
+                    feature=feature,
+                )
+        self._check_not_cancelled(cancel)
+
+    async def start(self, request: SubagentRequest, *, cancel: CancelSignal) -> ClaudeCodeRun:
+        self._check(request, cancel)
+        run = ClaudeCodeRun(self._name, self._progress_capacity)
+        return await self._start_run(run, request, cancel, what=f"claude {os.fspath(self.cli)!r}")
+
+    async def prepare_continuable(
+        self, request: SubagentRequest, *, cancel: CancelSignal
+    ) -> ClaudeCodeConversation:
+        """Start a child whose CLI stays open; ``request`` is its first turn (its outcome is
+        ``conversation.outcomes[0]``)."""
+        self._check(request, cancel)
+        conversation = await self._open_conversation(
+            lambda: ClaudeCodeConversation(self, None, request.persona), cancel
+        )
+        await conversation.send(request.prompt, cancel=cancel)
+        return conversation
+
+    async def resume_continuable(
+        self, child_id: str, *, cancel: CancelSignal
+    ) -> ClaudeCodeConversation:
+        """Cold-resume ``child_id`` (``"<provider>:<session id>"``) in a new CLI process with
+        ``--resume`` (the session must be in this provider's config dir, same cwd)."""
+        self._check(SubagentRequest(""), cancel)
+        prefix = f"{self._name}:"
+        session_id = child_id[len(prefix) :] if child_id.startswith(prefix) else child_id
+        return await self._open_conversation(
+            lambda: ClaudeCodeConversation(self, session_id), cancel
+        )

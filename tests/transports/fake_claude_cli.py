@@ -333,7 +333,7 @@ def main() -> None:
     if mode == "ignore-eof":
         signal.signal(signal.SIGTERM, lambda *_: (record({"sigterm": True}), os._exit(143)))
         while True:
-            time.sleep(1)
+            signal.pause()
     sys.exit(1 if _state["last_error"] else 0)
 
 

@@ -454,7 +454,7 @@ async def test_a_cancelled_control_request_is_never_answered(tmp_path: Path) -> 
 
     async def slow_policy(request: ToolPermissionRequest) -> AllowTool | DenyTool:
         started.set()
-        await anyio.sleep(30)
+        await anyio.sleep_forever()
         finished.append(True)  # pragma: no cover
         return AllowTool()  # pragma: no cover
 

@@ -21,9 +21,8 @@ How a run ends:
   EOF within tens of milliseconds, even mid-turn), then the process layer's shutdown ladder
   runs (wait, SIGTERM, SIGKILL the group), bounded; it settles the run ``cancelled``.
 
-The signal's interrupt waits (bounded) for ``turn/started`` and is repeated until the turn
-ends: Codex 0.171.0 answers "no active turn to interrupt" to an interrupt sent between the
-``turn/start`` answer and the turn really starting (the transport also re-sends it then).
+The signal sends ``turn/interrupt`` through the transport, which re-sends it when Codex 0.171.0
+answers "no active turn to interrupt" because the turn has not really started yet.
 
 Capabilities, advertised honestly:
 
@@ -113,19 +112,6 @@ _FAILURES: Final = (
 """What a start (or a live connection) can fail with."""
 
 _INVALID_REQUEST_CODES: Final = frozenset({-32600, -32602})
-
-_STARTED_WAIT: Final = 5.0
-"""Seconds an interrupt waits for ``turn/started`` before it is sent anyway."""
-_INTERRUPT_TRIES: Final = 10
-_INTERRUPT_RETRY_DELAY: Final = 1.0
-"""An interrupt is repeated every this many seconds until the turn ends (bounded)."""
-
-
-def _shows_started(event: object) -> bool:
-    """Whether ``event`` shows that Codex runs the turn (so it can be interrupted)."""
-    if isinstance(event, OtherEvent):
-        return event.method == "turn/started"
-    return isinstance(event, AgentMessageDelta | ItemStarted | ItemCompleted | TurnError)
 
 
 def _text_of(params: JsonValue, name: str) -> str:
@@ -238,28 +224,18 @@ async def run_codex_turn(
     if cancel.cancelled:
         return SubagentOutcome.cancelled(child_id, cancel.reason or "cancelled")
     mapper = _ProgressMapper()
-    started = anyio.Event()
     try:
         async with thread.turn(prompt, output_schema=output_schema, deadline=deadline) as turn:
 
             async def forward_cancel() -> None:
                 await cancel.wait()
-                # Codex answers "no active turn to interrupt" (which the transport takes as
-                # success) to an interrupt sent between the turn/start answer and the turn
-                # really starting: wait for turn/started, and repeat until the turn ends
-                # (this task is cancelled then).
-                with anyio.move_on_after(_STARTED_WAIT):
-                    await started.wait()
-                for _ in range(_INTERRUPT_TRIES):
-                    with suppress(CodexError, ConnectionClosedError):
-                        await turn.interrupt()
-                    await anyio.sleep(_INTERRUPT_RETRY_DELAY)
+                # The transport re-sends an interrupt codex refuses before the turn started.
+                with suppress(CodexError, ConnectionClosedError):
+                    await turn.interrupt()
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(forward_cancel)
                 async for event in turn:
-                    if not started.is_set() and _shows_started(event):
-                        started.set()
                     progress = mapper.map(event)
                     if progress is not None and feed is not None:
                         feed.push(progress)

@@ -86,8 +86,8 @@ def run_against_baseline(
     timeout: float = 900,
 ) -> Run:
     """Run the suite against ``agent`` with its checked-in baseline ``baselines/<name>.json``
-    and assert the result equals it: every expected failure fails, nothing else fails, no
-    entry is stale, the exit status is 0.
+    and assert the result equals it: every expected failure fails, nothing else fails (but the
+    baseline's intermittent ones, which may), no entry is stale, the exit status is 0.
 
     With ``SUBAGENTS_WRITE_BASELINES=1`` the baseline is rewritten from this run instead (and
     the test is skipped, saying so): use it after a deliberate change of the suite or agent.
@@ -105,9 +105,11 @@ def run_against_baseline(
     )
     assert run.report, run.stderr
     assert run.report["probe_error"] is None, run.report["probe_error"]
-    expected = set(json.loads(baseline.read_text())["expected_failures"])
+    known = json.loads(baseline.read_text())
+    expected = set(known["expected_failures"])
+    intermittent = set(known.get("intermittent_failures", {}))
     failures = {r["id"] for r in run.report["requirements"] if r["status"] == "fail"}
-    assert failures == expected, run.stdout
+    assert failures - intermittent == expected, run.stdout
     assert run.report["stale_baseline"] == []
     assert run.returncode == 0, run.stdout
     print(f"{name}: {run.report['agent']} in {run.report['duration']:.1f} s")

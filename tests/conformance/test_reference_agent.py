@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from importlib import resources
 from pathlib import Path
 
@@ -14,6 +15,8 @@ import pytest
 from subagents.conformance.requirements import REQUIREMENTS, Tier
 
 from .conftest import REFERENCE, Run, run_conformance
+
+MUTANT_AGENT = Path(__file__).with_name("mutant_agent.py")
 
 REPORT_SCHEMA = json.loads(
     resources.files("subagents.conformance").joinpath("report.schema.json").read_text()
@@ -92,6 +95,54 @@ def test_a_stale_baseline_entry_is_reported(tmp_path: Path) -> None:
     assert run.report["stale_baseline"] == ["ACP-INIT-002"]
     assert "stale baseline entries (expected to fail, now pass): ACP-INIT-002" in run.stdout
     assert "XPASS" in run.stdout
+
+
+def test_an_intermittent_baseline_entry_may_pass_or_fail(tmp_path: Path) -> None:
+    """--baseline: an intermittent entry (a race in the agent) is an expected failure when it
+    fails, is not stale when it passes, and --write-baseline keeps it."""
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(
+        json.dumps(
+            {"expected_failures": {}, "intermittent_failures": {"ACP-CANCEL-002": "late chunks"}}
+        )
+    )
+    rewritten = tmp_path / "rewritten.json"
+    passing = run_conformance(
+        tmp_path,
+        REFERENCE,
+        *("--baseline", str(baseline), "--write-baseline", str(rewritten)),
+        *("--only", "ACP-CANCEL-002"),
+    )
+    assert passing.returncode == 0, passing.stdout
+    assert passing.status("ACP-CANCEL-002") == "pass"
+    assert passing.report["stale_baseline"] == []
+    assert passing.by_id["ACP-CANCEL-002"]["intermittent"] is True
+    assert json.loads(rewritten.read_text())["intermittent_failures"] == {
+        "ACP-CANCEL-002": "late chunks"
+    }
+    failing = run_conformance(
+        tmp_path,
+        [sys.executable, str(MUTANT_AGENT), "update-after-cancel"],
+        *("--baseline", str(baseline), "--only", "ACP-CANCEL-002"),
+    )
+    assert failing.returncode == 0, failing.stdout
+    assert failing.status("ACP-CANCEL-002") == "fail"
+    assert "XFAIL ACP-CANCEL-002" in failing.stdout
+
+
+def test_a_requirement_cannot_be_both_expected_and_intermittent(tmp_path: Path) -> None:
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(
+        json.dumps(
+            {
+                "expected_failures": {"ACP-CANCEL-002": "a"},
+                "intermittent_failures": {"ACP-CANCEL-002": "b"},
+            }
+        )
+    )
+    run = run_conformance(tmp_path, REFERENCE, "--baseline", str(baseline))
+    assert run.returncode == 2
+    assert "both as expected and as intermittent: ACP-CANCEL-002" in run.stderr
 
 
 def test_a_bad_baseline_is_a_usage_error(tmp_path: Path) -> None:

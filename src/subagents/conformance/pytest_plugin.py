@@ -15,6 +15,7 @@ informational findings pass and are attached as the test's ``user_properties``.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -71,7 +72,7 @@ def _options(config: pytest.Config) -> Options:
     )
 
 
-def _baseline(config: pytest.Config) -> dict[str, str]:
+def _baseline(config: pytest.Config) -> Mapping[str, str]:
     path = config.getoption("--acp-baseline")
     if not path:
         return {}

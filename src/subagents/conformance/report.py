@@ -7,7 +7,10 @@ expected it to fail, and on fail / skip / blocked the transcript (each line with
 number, time, direction and text, or base64 when it is not UTF-8) and the stderr tail.
 
 A baseline file lists requirements expected to fail, with the reason:
-``{"expected_failures": {"ACP-INIT-003": "echoes the requested version"}}``.
+``{"expected_failures": {"ACP-INIT-003": "echoes the requested version"}}``, and optionally
+those that fail only in some runs (a race in the agent):
+``{"intermittent_failures": {"ACP-CANCEL-002": "late chunks after a cancel, some runs"}}``.
+Writing a baseline keeps the intermittent entries of the one the run was given.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from pathlib import Path
 from typing import Any, TextIO, cast
 
 from .requirements import SPEC_COMMIT, Tier
-from .runner import RequirementResult, Status, SuiteReport
+from .runner import Baseline, RequirementResult, Status, SuiteReport
 
 __all__ = (
     "load_baseline",
@@ -41,32 +44,47 @@ _STATUSES = (
 )
 
 
-def load_baseline(path: str | Path) -> dict[str, str]:
-    """The expected failures in a baseline file (id -> reason); a ``ValueError`` if malformed."""
+def load_baseline(path: str | Path) -> Baseline:
+    """The known failures in a baseline file; a ``ValueError`` if malformed."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ValueError(f"cannot read the baseline {path}: {exc}") from exc
-    expected = (
-        cast(dict[str, Any], data).get("expected_failures") if isinstance(data, dict) else None
-    )
-    if not isinstance(expected, dict):
-        raise ValueError(f'baseline {path}: expected {{"expected_failures": {{id: reason}}}}')
-    return {str(k): str(v) for k, v in cast(dict[str, Any], expected).items()}
+    shape = f'baseline {path}: expected {{"expected_failures": {{id: reason}}}}'
+    if not isinstance(data, dict):
+        raise ValueError(shape)
+    data = cast(dict[str, Any], data)
+    expected = data.get("expected_failures")
+    intermittent = data.get("intermittent_failures", {})
+    if not isinstance(expected, dict) or not isinstance(intermittent, dict):
+        raise ValueError(shape)
+    try:
+        return Baseline(
+            {str(k): str(v) for k, v in cast(dict[str, Any], expected).items()},
+            {str(k): str(v) for k, v in cast(dict[str, Any], intermittent).items()},
+        )
+    except ValueError as exc:
+        raise ValueError(f"baseline {path}: {exc}") from exc
 
 
 def write_baseline(report: SuiteReport, path: str | Path) -> None:
-    """Write the requirements that failed in ``report`` as a baseline."""
+    """Write the requirements that failed in ``report`` as a baseline (the intermittent entries
+    of the baseline it ran with are kept, failing or not)."""
     failures = {
         r.requirement.id: r.expected_failure or r.message
         for r in report.results
-        if r.status is Status.FAIL
+        if r.status is Status.FAIL and not r.intermittent
     }
-    payload = {
+    intermittent = {
+        r.requirement.id: r.expected_failure or r.message for r in report.results if r.intermittent
+    }
+    payload: dict[str, Any] = {
         "format": FORMAT,
         "agent": report.agent,
         "expected_failures": dict(sorted(failures.items())),
     }
+    if intermittent:
+        payload["intermittent_failures"] = dict(sorted(intermittent.items()))
     Path(path).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
 
 
@@ -84,6 +102,7 @@ def _result_json(result: RequirementResult) -> dict[str, Any]:
         "message": result.message,
         "notes": result.notes,
         "expected_failure": result.expected_failure,
+        "intermittent": result.intermittent,
         "stale_baseline": result.stale_baseline,
     }
     if result.transcript or result.stderr_tail:

@@ -14,7 +14,7 @@ import enum
 import os
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -36,7 +36,7 @@ from .framework import (
 from .requirements import REQUIREMENTS, Requirement, Tier
 from .wire import AgentWire, ClientSide, WireError, open_wire
 
-__all__ = ("RequirementResult", "Status", "SuiteReport", "run_suite")
+__all__ = ("Baseline", "RequirementResult", "Status", "SuiteReport", "run_suite")
 
 del _checks
 
@@ -53,6 +53,33 @@ class Status(enum.Enum):
     INFO = "info"
 
 
+class Baseline(Mapping[str, str]):
+    """Requirements an agent is known to fail, id -> reason: ``expected`` ones fail every run
+    (a pass is reported as a stale entry), ``intermittent`` ones fail in some runs only (a race
+    in the agent observed by the suite: a failure is expected, a pass is not stale)."""
+
+    def __init__(
+        self, expected: Mapping[str, str], intermittent: Mapping[str, str] | None = None
+    ) -> None:
+        self.expected = dict(expected)
+        self.intermittent = dict(intermittent or {})
+        both = sorted(set(self.expected) & set(self.intermittent))
+        if both:
+            raise ValueError(f"listed both as expected and as intermittent: {', '.join(both)}")
+
+    def __getitem__(self, key: str) -> str:
+        if key in self.intermittent:
+            return self.intermittent[key]
+        return self.expected[key]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.expected
+        yield from self.intermittent
+
+    def __len__(self) -> int:
+        return len(self.expected) + len(self.intermittent)
+
+
 @dataclass
 class RequirementResult:
     requirement: Requirement
@@ -65,6 +92,8 @@ class RequirementResult:
     stderr_tail: str = ""
     expected_failure: str | None = None
     """The baseline's reason, when the baseline expects this requirement to fail."""
+    intermittent: bool = False
+    """The baseline knows this requirement fails only sometimes: a pass is not stale."""
 
     @property
     def judged(self) -> bool:
@@ -78,7 +107,11 @@ class RequirementResult:
     @property
     def stale_baseline(self) -> bool:
         """The baseline expects a failure, but the requirement passes now."""
-        return self.expected_failure is not None and self.status is Status.PASS
+        return (
+            self.expected_failure is not None
+            and not self.intermittent
+            and self.status is Status.PASS
+        )
 
 
 @dataclass
@@ -250,7 +283,8 @@ async def run_suite(
 ) -> SuiteReport:
     """Run the suite (every requirement, or those in ``only``); see the module docstring.
 
-    ``baseline`` maps requirement ids expected to fail to the reason. ``on_result(result,
+    ``baseline`` maps requirement ids expected to fail to the reason (a :class:`Baseline`
+    also knows the intermittent ones). ``on_result(result,
     done, total)`` is called as each check finishes (for progress displays).
     """
     if jobs < 1:
@@ -268,6 +302,9 @@ async def run_suite(
                 result = await run_check(requirement, options, probe)
             if baseline and requirement.id in baseline:
                 result.expected_failure = baseline[requirement.id]
+                result.intermittent = (
+                    isinstance(baseline, Baseline) and requirement.id in baseline.intermittent
+                )
             results[requirement.id] = result
             if on_result is not None:
                 on_result(result, len(results), len(wanted))

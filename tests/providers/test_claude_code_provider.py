@@ -1,5 +1,7 @@
 """ClaudeCodeProvider, checked with the provider kit against the project's scripted fake CLI
-(tests/transports/fake_claude_cli.py), plus the provider's own rules."""
+(tests/transports/fake_claude_cli.py) and against the REAL ``claude`` CLI (npm
+``@anthropic-ai/claude-code@2.1.332``, installed by ``scripts/setup``) on the fake Anthropic
+Messages API, plus the provider's own rules."""
 
 from __future__ import annotations
 
@@ -31,6 +33,13 @@ from subagents.testing import (
     ProviderCheckSkipped,
     ProviderScenarios,
     provider_checks,
+)
+from subagents.testing.fake_models._http import serve
+from subagents.testing.fake_models.anthropic_messages import (
+    DEFAULT_REPLY,
+    AnthropicMessagesHandler,
+    claude_cli_path,
+    claude_env,
 )
 from subagents.transports.claude_code import ClaudeOptions
 
@@ -124,6 +133,57 @@ async def test_the_claude_code_provider_passes_the_kit_on_the_fake_cli(
         await check.run(factory, scenarios)
     except ProviderCheckSkipped as skip:
         pytest.fail(f"every applicable check must run for the Claude Code provider: {skip}")
+
+
+# ---------------------------------------------------------------- the real CLI
+
+
+REAL_SCENARIOS = ProviderScenarios(
+    good=SubagentRequest("Say hello."),
+    good_output=DEFAULT_REPLY,
+    slow=SubagentRequest("Be slow."),
+    failing=SubagentRequest("Please fail."),
+    failing_kind="turn",
+    timeout=45.0,
+    quiescence_grace=5.0,
+)
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("check", APPLICABLE, ids=lambda check: check.name)
+async def test_the_claude_code_provider_passes_the_kit_on_the_real_cli(
+    check: ProviderCheck, tmp_path: Path
+) -> None:
+    """Issue 7, done means: check_provider passes for ClaudeCodeProvider against the real CLI
+    (``@anthropic-ai/claude-code@2.1.332`` on the fake Messages API). The failing start: the
+    real CLI given a flag it refuses (it exits 1 before answering initialize)."""
+    cli = claude_cli_path()
+    if cli is None:
+        pytest.fail("claude is not installed: run ./scripts/setup (it needs node and npm)")
+    work = tmp_path / "work"
+    work.mkdir()
+    scenarios = REAL_SCENARIOS
+    with serve(AnthropicMessagesHandler) as server:
+        env = claude_env(tmp_path / "claude", server)
+        options = ClaudeOptions(model="claude-fake-model", config_dir=env["CLAUDE_CONFIG_DIR"])
+
+        def real(options: ClaudeOptions = options) -> ClaudeCodeProvider:
+            return ClaudeCodeProvider(cli, options, env=env, cwd=work, startup_timeout=60)
+
+        if check.name == "failure_before_publication_raises_and_leaves_nothing":
+            factory = factory_of(lambda: real(replace(options, extra_args=("--no-such-flag",))))
+            scenarios = replace(scenarios, failing_start=SubagentRequest("hi"))
+        elif check.name == "a_signal_fired_during_start_cancels_the_start":
+            factory = factory_of(
+                lambda: ClaudeCodeProvider(silent_cli(tmp_path), OPTIONS, startup_timeout=30)
+            )
+            scenarios = replace(scenarios, slow_start=SubagentRequest("hi"))
+        else:
+            factory = factory_of(real)
+        try:
+            await check.run(factory, scenarios)
+        except ProviderCheckSkipped as skip:
+            pytest.fail(f"every applicable check must run for the Claude Code provider: {skip}")
 
 
 # ---------------------------------------------------------------- the provider's own rules

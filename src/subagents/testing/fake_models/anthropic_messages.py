@@ -21,7 +21,16 @@ and no network::
   - by default :data:`DEFAULT_REPLY`, streamed in a few deltas;
   - if that text contains the word :data:`SLOW_WORD` (``slow``), a text delta every
     :data:`SLOW_INTERVAL` seconds for up to :data:`SLOW_LIMIT` seconds, stopping quietly when
-    the client goes away: a client can cancel the turn mid-stream.
+    the client goes away: a client can cancel the turn mid-stream;
+  - the word :data:`TOOL_WORD` (``tool``): a ``tool_use`` of ``Bash`` running
+    :data:`TOOL_COMMAND` (it creates :data:`TOOL_MARKER_FILE` in the working directory, so
+    the CLI asks for permission before it runs); the request that carries its
+    ``tool_result`` is answered :data:`TOOL_RESULT_PREFIX` + the result's text (the command's
+    output when it ran, the refusal when it was denied);
+  - the word :data:`FAIL_WORD` (``fail``): an HTTP 529 ``overloaded_error`` whose message is
+    :data:`FAIL_MESSAGE`, with ``x-should-retry: false`` (the CLI gives up at once);
+  - the word :data:`BIG_WORD` (``big``): :func:`big_reply` (:data:`BIG_REPLY_SIZE`
+    characters) in 64 KiB deltas.
 
   A request without ``tools`` is taken for a side request the CLI makes for itself (titles,
   summaries): it gets :data:`DEFAULT_REPLY`, never the slow stream. (None was seen in one
@@ -58,26 +67,38 @@ import shutil
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import Any, Final, Literal, cast
 from urllib.parse import urlsplit
 
 from subagents.testing.fake_models._http import FakeHandler, FakeServer, RecordedRequest
 from subagents.testing.npm_agents import npm_file
 
 __all__ = (
+    "BIG_REPLY_SIZE",
+    "BIG_WORD",
     "DEFAULT_REPLY",
+    "FAIL_MESSAGE",
+    "FAIL_WORD",
     "FAKE_API_KEY",
     "SLOW_INTERVAL",
     "SLOW_LIMIT",
     "SLOW_WORD",
+    "TOOL_COMMAND",
+    "TOOL_MARKER_FILE",
+    "TOOL_OUTPUT",
+    "TOOL_RESULT_PREFIX",
+    "TOOL_WORD",
     "AnthropicMessagesHandler",
+    "big_reply",
     "claude_agent_acp_command",
     "claude_cli_path",
     "claude_env",
     "last_user_text",
     "message_requests",
     "open_streams",
+    "tool_result_text",
     "wait_streams_closed",
 )
 
@@ -93,9 +114,40 @@ SLOW_INTERVAL: Final = 0.1
 SLOW_LIMIT: Final = 60.0
 """The slow stream ends (``end_turn``) after this many seconds at most."""
 
+TOOL_WORD: Final = "tool"
+"""A last user message containing this word gets a ``Bash`` tool call."""
+
+TOOL_MARKER_FILE: Final = "subagents_tool_marker.txt"
+"""The file the tool call's command creates (in the CLI's working directory)."""
+
+TOOL_OUTPUT: Final = "fake-tool-ran"
+"""What the tool call's command prints."""
+
+TOOL_COMMAND: Final = f"touch {TOOL_MARKER_FILE} && echo {TOOL_OUTPUT}"
+"""The tool call's command: it writes a file, so the CLI asks before running it."""
+
+TOOL_RESULT_PREFIX: Final = "TOOL_RESULT_SEEN: "
+"""The reply to a request carrying a tool result starts with this, then the result's text."""
+
+FAIL_WORD: Final = "fail"
+"""A last user message containing this word gets an HTTP 529 overloaded error."""
+
+FAIL_MESSAGE: Final = "Overloaded (fake)"
+"""The message of that error."""
+
+BIG_WORD: Final = "big"
+"""A last user message containing this word gets :func:`big_reply`."""
+
+BIG_REPLY_SIZE: Final = 2_000_000
+"""Characters in :func:`big_reply` (2 MB: above the official SDK's 1 MiB line limit)."""
+
 FAKE_API_KEY: Final = "fake"
 
 _SLOW = re.compile(rf"\b{SLOW_WORD}\b", re.IGNORECASE)
+_TOOL = re.compile(rf"\b{TOOL_WORD}\b", re.IGNORECASE)
+_FAIL = re.compile(rf"\b{FAIL_WORD}\b", re.IGNORECASE)
+_BIG = re.compile(rf"\b{BIG_WORD}\b", re.IGNORECASE)
+_BIG_DELTA: Final = 64 * 1024
 _DELTA_SIZE: Final = 6
 _OPEN_STREAMS: Final = "open_streams"
 
@@ -126,17 +178,49 @@ def _text_of(content: Any) -> str:
     return texts[-1] if texts else ""
 
 
-def last_user_text(body: Any) -> str:
-    """The text of the last ``user`` message of a Messages API request body (``""`` if none)."""
+def big_reply() -> str:
+    """The 2 MB reply (:data:`BIG_REPLY_SIZE` characters, a repeating numbered pattern)."""
+    line = "".join(f"{i:04d} subagents big reply line.\n" for i in range(1000))
+    return (line * (BIG_REPLY_SIZE // len(line) + 1))[:BIG_REPLY_SIZE]
+
+
+def _last_user_message(body: Any) -> dict[str, Any] | None:
     if not isinstance(body, dict):
-        return ""
+        return None
     messages = cast(dict[str, Any], body).get("messages")
     if not isinstance(messages, list):
-        return ""
+        return None
     for message in reversed(cast(list[Any], messages)):
         if isinstance(message, dict) and cast(dict[str, Any], message).get("role") == "user":
-            return _text_of(cast(dict[str, Any], message).get("content"))
-    return ""
+            return cast(dict[str, Any], message)
+    return None
+
+
+def tool_result_text(body: Any) -> str | None:
+    """The text of the ``tool_result`` in the last user message, ``None`` if it has none."""
+    message = _last_user_message(body)
+    content = message.get("content") if message else None
+    if not isinstance(content, list):
+        return None
+    for block in cast(list[Any], content):
+        if isinstance(block, dict) and cast(dict[str, Any], block).get("type") == "tool_result":
+            inner = cast(dict[str, Any], block).get("content")
+            if isinstance(inner, str):
+                return inner
+            if isinstance(inner, list):
+                return "".join(
+                    str(cast(dict[str, Any], part).get("text", ""))
+                    for part in cast(list[Any], inner)
+                    if isinstance(part, dict)
+                )
+            return ""
+    return None
+
+
+def last_user_text(body: Any) -> str:
+    """The text of the last ``user`` message of a Messages API request body (``""`` if none)."""
+    message = _last_user_message(body)
+    return _text_of(message.get("content")) if message else ""
 
 
 def message_requests(server: FakeServer) -> list[RecordedRequest]:
@@ -202,14 +286,31 @@ class AnthropicMessagesHandler(FakeHandler):
     def _messages(self, body: dict[str, Any]) -> None:
         model = str(body.get("model") or "fake-model")
         text = last_user_text(body)
-        slow = bool(_SLOW.search(text)) and not _is_side_request(body)
-        if not body.get("stream"):
-            self.send_json(200, _message(model, [{"type": "text", "text": DEFAULT_REPLY}]))
+        side = _is_side_request(body)
+        result = tool_result_text(body)
+        if not side and result is None and _FAIL.search(text):
+            self._error(529, "overloaded_error", FAIL_MESSAGE)
             return
-        deltas = _slow_deltas() if slow else _chunks(DEFAULT_REPLY)
+        blocks: list[_Block]
+        if side:
+            blocks = [_text_block(_chunks(DEFAULT_REPLY))]
+        elif result is not None:
+            blocks = [_text_block(_chunks(TOOL_RESULT_PREFIX + result))]
+        elif _TOOL.search(text):
+            blocks = [_tool_block("Bash", {"command": TOOL_COMMAND, "description": "Mark"})]
+        elif _SLOW.search(text):
+            blocks = [_text_block(_slow_deltas())]
+        elif _BIG.search(text):
+            blocks = [_text_block(_chunks(big_reply(), _BIG_DELTA))]
+        else:
+            blocks = [_text_block(_chunks(DEFAULT_REPLY))]
+        if not body.get("stream"):
+            content = [_complete(block) for block in blocks]
+            self.send_json(200, _message(model, content, _stop_reason(blocks)))
+            return
         self._count_stream(+1)
         try:
-            self.send_sse(_stream(model, deltas))
+            self.send_sse(_stream(model, blocks))
         finally:
             self._count_stream(-1)
 
@@ -218,22 +319,56 @@ class AnthropicMessagesHandler(FakeHandler):
             self.fake.state[_OPEN_STREAMS] = self.fake.state.get(_OPEN_STREAMS, 0) + step
 
 
-def _message(model: str, content: list[dict[str, Any]]) -> dict[str, Any]:
+@dataclass
+class _Block:
+    """One content block of a reply: text (streamed as ``deltas``) or a tool call."""
+
+    kind: Literal["text", "tool_use"]
+    deltas: Iterator[str]
+    name: str = ""
+    tool_input: dict[str, Any] | None = None
+
+
+def _text_block(deltas: Iterator[str]) -> _Block:
+    return _Block("text", deltas)
+
+
+def _tool_block(name: str, tool_input: dict[str, Any]) -> _Block:
+    return _Block("tool_use", iter([json.dumps(tool_input)]), name, tool_input)
+
+
+def _stop_reason(blocks: list[_Block]) -> str:
+    return "tool_use" if any(b.kind == "tool_use" for b in blocks) else "end_turn"
+
+
+def _tool_id() -> str:
+    return f"toolu_fake_{uuid.uuid4().hex[:20]}"
+
+
+def _complete(block: _Block) -> dict[str, Any]:
+    if block.kind == "tool_use":
+        return {"type": "tool_use", "id": _tool_id(), "name": block.name, "input": block.tool_input}
+    return {"type": "text", "text": "".join(block.deltas)}
+
+
+def _message(
+    model: str, content: list[dict[str, Any]], stop_reason: str | None = "end_turn"
+) -> dict[str, Any]:
     return {
         "id": f"msg_fake_{uuid.uuid4().hex[:20]}",
         "type": "message",
         "role": "assistant",
         "model": model,
         "content": content,
-        "stop_reason": "end_turn",
+        "stop_reason": stop_reason,
         "stop_sequence": None,
         "usage": {"input_tokens": 10, "output_tokens": 10},
     }
 
 
-def _chunks(text: str) -> Iterator[str]:
-    for start in range(0, len(text), _DELTA_SIZE):
-        yield text[start : start + _DELTA_SIZE]
+def _chunks(text: str, size: int = _DELTA_SIZE) -> Iterator[str]:
+    for start in range(0, len(text), size):
+        yield text[start : start + size]
 
 
 def _slow_deltas() -> Iterator[str]:
@@ -245,37 +380,43 @@ def _slow_deltas() -> Iterator[str]:
         time.sleep(SLOW_INTERVAL)
 
 
-def _stream(model: str, deltas: Iterator[str]) -> Iterator[tuple[str | None, Any]]:
-    start = _message(model, [])
-    start["stop_reason"] = None
+def _stream(model: str, blocks: list[_Block]) -> Iterator[tuple[str | None, Any]]:
+    start = _message(model, [], None)
     start["usage"] = {"input_tokens": 10, "output_tokens": 1}
     yield "message_start", {"type": "message_start", "message": start}
     yield "ping", {"type": "ping"}
-    yield (
-        "content_block_start",
-        {
-            "type": "content_block_start",
-            "index": 0,
-            "content_block": {"type": "text", "text": ""},
-        },
-    )
     count = 0
-    for text in deltas:
-        count += 1
+    for index, block in enumerate(blocks):
+        if block.kind == "tool_use":
+            opening: dict[str, Any] = {
+                "type": "tool_use",
+                "id": _tool_id(),
+                "name": block.name,
+                "input": {},
+            }
+        else:
+            opening = {"type": "text", "text": ""}
         yield (
-            "content_block_delta",
-            {
-                "type": "content_block_delta",
-                "index": 0,
-                "delta": {"type": "text_delta", "text": text},
-            },
+            "content_block_start",
+            {"type": "content_block_start", "index": index, "content_block": opening},
         )
-    yield "content_block_stop", {"type": "content_block_stop", "index": 0}
+        for text in block.deltas:
+            count += 1
+            delta = (
+                {"type": "input_json_delta", "partial_json": text}
+                if block.kind == "tool_use"
+                else {"type": "text_delta", "text": text}
+            )
+            yield (
+                "content_block_delta",
+                {"type": "content_block_delta", "index": index, "delta": delta},
+            )
+        yield "content_block_stop", {"type": "content_block_stop", "index": index}
     yield (
         "message_delta",
         {
             "type": "message_delta",
-            "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+            "delta": {"stop_reason": _stop_reason(blocks), "stop_sequence": None},
             "usage": {"output_tokens": count},
         },
     )

@@ -27,7 +27,7 @@ from subagents.providers import (
     SubagentOutcome,
     SubagentRequest,
 )
-from subagents.providers.claude_code import ClaudeCodeProvider
+from subagents.providers.claude_code import ClaudeCodeProvider, tool_filter_hook
 from subagents.testing.fake_models._http import FakeServer, serve
 from subagents.testing.fake_models.anthropic_messages import (
     DEFAULT_REPLY,
@@ -52,6 +52,7 @@ from subagents.transports.claude_code import (
     ClaudeUserMessage,
     DenyTool,
     ToolPermissionRequest,
+    allow_tools_policy,
     connect_claude,
 )
 
@@ -256,6 +257,59 @@ async def test_the_provider_reports_tool_calls_as_progress(setup: Setup) -> None
     assert [e.text for e in events if e.kind == "tool_call"] == ["Bash"]
     assert not (setup.work / TOOL_MARKER_FILE).exists()
     assert str(outcome.output).startswith(TOOL_RESULT_PREFIX)
+
+
+async def test_the_tool_filter_hides_tools_outside_it_even_when_the_policy_allows(
+    setup: Setup,
+) -> None:
+    """Capability tool_filter / real CLI: with the filter ["Read"] the model is offered only
+    Read, and its Bash call is refused although the permission policy allows everything."""
+    async with setup.provider(permission_policy=allow_tools_policy) as provider:
+        request = SubagentRequest("Use a tool.", tool_filter=["Read"])
+        outcome, _ = await outcome_of(provider, request)
+    assert outcome.status == "completed", outcome.message
+    assert not (setup.work / TOOL_MARKER_FILE).exists()
+    offered = [
+        [tool["name"] for tool in r.body.get("tools") or []] for r in message_requests(setup.server)
+    ]
+    # The CLI adds an internal "DeferredToolPlaceholder" entry; a call to it would meet the
+    # filter's hook like any other tool outside the filter.
+    assert [name for name in offered[0] if name != "DeferredToolPlaceholder"] == ["Read"]
+    assert "No such tool available: Bash" in str(outcome.output)
+
+
+async def test_a_tool_in_the_filter_runs_when_the_policy_allows_it(setup: Setup) -> None:
+    """Capability tool_filter / real CLI: the filter never blocks a tool it names."""
+    async with setup.provider(permission_policy=allow_tools_policy) as provider:
+        request = SubagentRequest("Use a tool.", tool_filter=["Bash"])
+        outcome, _ = await outcome_of(provider, request)
+    assert outcome.output == TOOL_RESULT_PREFIX + TOOL_OUTPUT
+    assert (setup.work / TOOL_MARKER_FILE).exists()
+
+
+async def test_the_tool_filter_hook_denies_a_call_the_policy_would_allow(setup: Setup) -> None:
+    """Capability tool_filter / real CLI: the PreToolUse hook alone (no ``--tools``) refuses a
+    Bash call outside the filter, before the permission policy is asked."""
+    asked: list[str] = []
+
+    async def allow(request: ToolPermissionRequest) -> AllowTool | DenyTool:
+        asked.append(request.tool_name)
+        return AllowTool()
+
+    with anyio.fail_after(BOUND):
+        async with connect_claude(
+            setup.cli,
+            setup.options,
+            env=setup.env,
+            cwd=setup.work,
+            permission_policy=allow,
+            hooks=[tool_filter_hook(["Read"])],
+        ) as c:
+            result = await c.query("Use a tool.")
+    assert asked == []
+    assert not (setup.work / TOOL_MARKER_FILE).exists()
+    assert result.result is not None
+    assert "Bash is outside this subagent's tool filter" in result.result
 
 
 # ---------------------------------------------------------------- failures

@@ -205,9 +205,9 @@ async def outcome_of(
             return await run.result(), events
 
 
-async def test_capabilities_are_persona_only(tmp_path: Path) -> None:
+async def test_capabilities_are_persona_and_tool_filter(tmp_path: Path) -> None:
     made = provider(tmp_path)
-    assert made.capabilities == SubagentCapabilities(persona=True)
+    assert made.capabilities == SubagentCapabilities(persona=True, tool_filter=True)
     assert isinstance(made, ContinuableProvider)
 
 
@@ -278,7 +278,7 @@ async def test_a_start_the_cli_refuses_names_its_stderr(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("feature", "value"),
-    [("depth_limit", 1), ("tool_filter", ["Read"]), ("output_schema", {"type": "object"})],
+    [("depth_limit", 1), ("output_schema", {"type": "object"})],
 )
 async def test_features_it_cannot_enforce_are_rejected_before_a_process_starts(
     feature: str, value: object
@@ -289,6 +289,66 @@ async def test_features_it_cannot_enforce_are_rejected_before_a_process_starts(
             await made.start(request, cancel=CancelSignal())
     assert info.value.code is SubagentErrorCode.UNSUPPORTED_CAPABILITY
     assert info.value.feature == feature
+
+
+async def test_the_tool_filter_limits_the_tools_and_its_hook_denies_the_rest(
+    tmp_path: Path,
+) -> None:
+    """Capability tool_filter: ``--tools`` names only the filter, and the PreToolUse hook
+    denies a call to a tool outside it (here Bash, with the filter ["Read", "Grep"])."""
+    async with provider(tmp_path) as made:
+        outcome, _ = await outcome_of(
+            made, SubagentRequest("[[hook]]", tool_filter=["Read", "Grep"])
+        )
+    assert outcome.status == "completed"
+    answer = json.loads(str(outcome.output))["response"]
+    assert answer["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert (
+        "outside this subagent's tool filter"
+        in answer["hookSpecificOutput"]["permissionDecisionReason"]
+    )
+    first = received(tmp_path)
+    assert "--tools=Read,Grep" in first[0]["argv"]
+    initialize = next(m for m in first if m.get("type") == "control_request")
+    assert initialize["request"]["hooks"] == {
+        "PreToolUse": [{"matcher": None, "hookCallbackIds": ["hook_0"]}]
+    }
+
+
+async def test_the_tool_filter_hook_never_allows_a_tool_by_itself(tmp_path: Path) -> None:
+    """Capability tool_filter: a tool in the filter is left to the permission policy (the
+    hook's answer carries no decision)."""
+    async with provider(tmp_path) as made:
+        outcome, _ = await outcome_of(made, SubagentRequest("[[hook]]", tool_filter=["Bash"]))
+    assert json.loads(str(outcome.output))["response"] == {"continue": True}
+
+
+async def test_an_empty_tool_filter_leaves_no_tools_and_no_filter_passes_no_flag(
+    tmp_path: Path,
+) -> None:
+    async with provider(tmp_path) as made:
+        await outcome_of(made, SubagentRequest("hello", tool_filter=[]))
+        await outcome_of(made, SubagentRequest("hello"))
+    argvs = [m["argv"] for m in received(tmp_path) if "argv" in m]
+    assert "--tools=" in argvs[0]
+    assert not any(a.startswith("--tools") for a in argvs[1])
+
+
+async def test_a_cold_resume_keeps_the_tool_filter_it_was_started_with(tmp_path: Path) -> None:
+    async with provider(tmp_path) as made:
+        with anyio.fail_after(30):
+            child = await made.prepare_continuable(
+                SubagentRequest("hello", tool_filter=["Read"]), cancel=CancelSignal()
+            )
+            await child.dispose()
+            resumed = await made.resume_continuable(child.id, cancel=CancelSignal())
+            await resumed.send("hello")
+            await resumed.dispose()
+    argvs = [m["argv"] for m in received(tmp_path) if "argv" in m]
+    assert [a for a in argvs[-1] if a.startswith(("--tools", "--resume"))] == [
+        "--tools=Read",
+        f"--resume={child.id.removeprefix('claude-code:')}",
+    ]
 
 
 async def test_a_continuable_child_runs_later_turns_and_resumes(tmp_path: Path) -> None:

@@ -21,9 +21,16 @@ Capabilities, advertised honestly:
 
 - ``persona``: **on**. It becomes the CLI's system prompt (``--system-prompt``, replacing
   ``options.system_prompt``): the CLI sends it to the model as the system prompt.
-- ``tool_filter``: **off**. ``--allowedTools`` only pre-approves tools: a tool not listed
-  still runs when the permission policy or mode lets it, so a filter could not be enforced
-  from that flag alone.
+- ``tool_filter``: **on**, enforced twice. ``--tools`` makes only the filter's built-in tools
+  exist for the session (the model is not offered the others, and the CLI refuses a call to
+  one: "No such tool available", subagents of the CLI included); and a ``PreToolUse`` hook
+  (matching every tool) denies each call whose tool is not in the filter, whatever the
+  permission mode or policy says (MCP tools and anything the CLI adds later included). The
+  hook never *allows*: a tool in the filter still goes through the permission policy. Limits:
+  the filter is by tool name (``Bash`` in the filter means any command; narrow it with the
+  permission policy); a cold resume (:meth:`ClaudeCodeProvider.resume_continuable`) re-applies
+  the filter only when this provider instance started the child (it is kept in memory, not
+  in the session file). ``--allowedTools`` is not used for it: it only pre-approves tools.
 - ``output_schema`` and ``depth_limit``: **off** (not applied by the CLI's stream-json mode).
   The service rejects such requests before a process is spawned, and :meth:`start` does too.
 
@@ -39,19 +46,20 @@ provider``.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import replace
 from typing import Final, final
 
 import anyio
 
-from ..protocol.jsonrpc import JsonValue
+from ..protocol.jsonrpc import JsonObject, JsonValue
 from ..transports.claude_code import (
     ClaudeConfigError,
     ClaudeConnection,
     ClaudeConnectionError,
     ClaudeControlError,
+    ClaudeHook,
     ClaudeLineTooLongError,
     ClaudeOptions,
     ClaudePermissionPolicy,
@@ -76,12 +84,18 @@ from .contract import (
 )
 from .progress import ProgressFeed
 
-__all__ = ("ClaudeCodeConversation", "ClaudeCodeProvider", "ClaudeCodeRun", "run_claude_turn")
+__all__ = (
+    "ClaudeCodeConversation",
+    "ClaudeCodeProvider",
+    "ClaudeCodeRun",
+    "run_claude_turn",
+    "tool_filter_hook",
+)
 
 _DISPOSE_BOUND: Final = 20.0
 """Bound on waiting for a run's task (interrupt, stdin closed, then the ladder) to finish."""
 
-_CAPABILITIES: Final = SubagentCapabilities(persona=True)
+_CAPABILITIES: Final = SubagentCapabilities(persona=True, tool_filter=True)
 
 _FAILURES: Final = (
     ProcessStartError,
@@ -91,6 +105,27 @@ _FAILURES: Final = (
     ClaudeConfigError,
 )
 """What a start (or a live connection) can fail with."""
+
+
+def tool_filter_hook(allowed: Sequence[str]) -> ClaudeHook:
+    """A ``PreToolUse`` hook (every tool) that denies calls to tools outside ``allowed`` and
+    leaves the others to the permission policy (it never allows)."""
+    names = frozenset(allowed)
+
+    async def check(hook_input: JsonObject) -> JsonObject:
+        tool = hook_input.get("tool_name")
+        if isinstance(tool, str) and tool in names:
+            return {"continue": True}
+        return {
+            "continue": True,
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": f"{tool} is outside this subagent's tool filter",
+            },
+        }
+
+    return ClaudeHook("PreToolUse", check)
 
 
 def _progress(event: object) -> ProgressEvent | None:
@@ -195,15 +230,17 @@ class ClaudeCodeRun(ChildRun["ClaudeCodeProvider"]):
     async def _run(
         self, provider: ClaudeCodeProvider, request: SubagentRequest, cancel: CancelSignal
     ) -> None:
-        async with provider.connect(persona=request.persona) as connection:
-            async with connection.turn(request.prompt) as turn:
+        tool_filter = request.tool_filter
+
+        def on_session(session_id: str) -> None:
+            if tool_filter is not None and session_id:
+                provider.remember_tool_filter(session_id, tool_filter)
+            self._on_session(session_id)
+
+        async with provider.connect(persona=request.persona, tool_filter=tool_filter) as conn:
+            async with conn.turn(request.prompt) as turn:
                 outcome = await run_claude_turn(
-                    connection,
-                    turn,
-                    lambda: self.id,
-                    cancel,
-                    self._feed,
-                    on_session=self._on_session,
+                    conn, turn, lambda: self.id, cancel, self._feed, on_session=on_session
                 )
             await self._conclude(outcome)
 
@@ -216,12 +253,17 @@ class ClaudeCodeConversation(ChildConversation):
     _dispose_bound = _DISPOSE_BOUND
 
     def __init__(
-        self, provider: ClaudeCodeProvider, resume_id: str | None, persona: str | None = None
+        self,
+        provider: ClaudeCodeProvider,
+        resume_id: str | None,
+        persona: str | None = None,
+        tool_filter: Sequence[str] | None = None,
     ) -> None:
         super().__init__(provider.name)
         self._provider = provider
         self._resume_id = resume_id
         self._persona = persona
+        self._tool_filter = tool_filter
         self.session_id = resume_id or ""
 
     def _child_key(self) -> str:
@@ -230,10 +272,14 @@ class ClaudeCodeConversation(ChildConversation):
     def _on_session(self, session_id: str) -> None:
         if session_id:
             self.session_id = session_id
+            if self._tool_filter is not None:
+                self._provider.remember_tool_filter(session_id, self._tool_filter)
 
     async def _converse(self) -> None:
         provider = self._provider
-        async with provider.connect(persona=self._persona, resume=self._resume_id) as connection:
+        async with provider.connect(
+            persona=self._persona, resume=self._resume_id, tool_filter=self._tool_filter
+        ) as connection:
 
             async def turn(message: str, cancel: CancelSignal) -> SubagentOutcome:
                 if cancel.cancelled:
@@ -298,34 +344,59 @@ class ClaudeCodeProvider(ChildProvider):
         self.permission_policy = permission_policy
         self.startup_timeout = startup_timeout
         self._progress_capacity = progress_capacity
+        self._tool_filters: dict[str, tuple[str, ...]] = {}
 
     @property
     def capabilities(self) -> SubagentCapabilities:
         return _CAPABILITIES
 
+    def remember_tool_filter(self, session_id: str, tool_filter: Sequence[str]) -> None:
+        """Keep the tool filter a child was started with, for a cold resume of its session."""
+        self._tool_filters[session_id] = tuple(tool_filter)
+
     def options_for(
-        self, *, persona: str | None = None, resume: str | None = None
+        self,
+        *,
+        persona: str | None = None,
+        resume: str | None = None,
+        tool_filter: Sequence[str] | None = None,
     ) -> ClaudeOptions:
-        """This provider's options with ``persona`` as the system prompt and ``resume``."""
+        """This provider's options with ``persona`` as the system prompt, ``resume``, and
+        ``tool_filter`` narrowing ``--tools`` (to the filter, or to its intersection with the
+        options' own ``tools``)."""
         options = self.options
         if persona is not None:
             options = replace(options, system_prompt=persona)
         if resume is not None:
             options = replace(options, resume=resume)
+        if tool_filter is not None:
+            own = options.tools
+            tools = [t for t in tool_filter if own is None or t in own]
+            options = replace(options, tools=tuple(dict.fromkeys(tools)))
         return options
 
     @asynccontextmanager
     async def connect(
-        self, *, persona: str | None = None, resume: str | None = None
+        self,
+        *,
+        persona: str | None = None,
+        resume: str | None = None,
+        tool_filter: Sequence[str] | None = None,
     ) -> AsyncGenerator[ClaudeConnection, None]:
-        """Spawn the CLI and ``initialize`` it; on exit: interrupt, stdin closed, the ladder."""
+        """Spawn the CLI and ``initialize`` it; on exit: interrupt, stdin closed, the ladder.
+        A ``tool_filter`` (or, on ``resume``, the one remembered for that session) is enforced
+        by ``--tools`` and :func:`tool_filter_hook`."""
+        if tool_filter is None and resume is not None:
+            tool_filter = self._tool_filters.get(resume)
+        hooks = [tool_filter_hook(tool_filter)] if tool_filter is not None else []
         async with connect_claude(
             self.cli,
-            self.options_for(persona=persona, resume=resume),
+            self.options_for(persona=persona, resume=resume, tool_filter=tool_filter),
             env=self.env,
             inherit_env=self.inherit_env,
             cwd=self.cwd,
             permission_policy=self.permission_policy,
+            hooks=hooks,
             startup_timeout=self.startup_timeout,
             name=self._name,
         ) as connection:
@@ -355,7 +426,8 @@ class ClaudeCodeProvider(ChildProvider):
         ``conversation.outcomes[0]``)."""
         self._check(request, cancel)
         conversation = await self._open_conversation(
-            lambda: ClaudeCodeConversation(self, None, request.persona), cancel
+            lambda: ClaudeCodeConversation(self, None, request.persona, request.tool_filter),
+            cancel,
         )
         await conversation.send(request.prompt, cancel=cancel)
         return conversation

@@ -160,7 +160,11 @@ class ClaudeOptions:
     system_prompt: str | None = None
     """``None`` passes ``--system-prompt ""`` (the CLI's one-line minimal prompt)."""
     append_system_prompt: str | None = None
+    tools: Sequence[str] | None = None
+    """``--tools``: the built-in tools that exist for the session at all (``()``: none;
+    ``None`` omits the flag: the CLI's default set). Unknown names are ignored by the CLI."""
     allowed_tools: Sequence[str] = ()
+    """``--allowedTools``: pre-approved tools (they run without asking); not a filter."""
     disallowed_tools: Sequence[str] = ()
     max_turns: int | None = None
     permission_mode: PermissionMode | None = None
@@ -199,6 +203,8 @@ def build_claude_argv(
     ]
     if options.append_system_prompt:
         argv.append(f"--append-system-prompt={options.append_system_prompt}")
+    if options.tools is not None:
+        argv.append(f"--tools={','.join(options.tools)}")
     if options.allowed_tools:
         argv.append(f"--allowedTools={','.join(options.allowed_tools)}")
     if options.disallowed_tools:

@@ -49,16 +49,12 @@ The provider owns the runs' tasks: use it as ``async with CodexProvider(...) as 
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
-from typing import Any, Final, cast, final
+from typing import Final, cast, final
 
 import anyio
-import jsonschema
-import jsonschema.exceptions
-import jsonschema.validators
 from pydantic import ValidationError
 
 from ..protocol import codex
@@ -90,6 +86,7 @@ from .contract import (
     SubagentOutcome,
     SubagentRequest,
 )
+from .output_schema import check_output_schema, structured_outcome
 from .progress import ProgressFeed
 
 __all__ = ("CodexConversation", "CodexProvider", "CodexRun", "run_codex_turn")
@@ -185,30 +182,6 @@ class _ProgressMapper:
         return None
 
 
-def _check_output_schema(schema: Mapping[str, JsonValue]) -> None:
-    """Raise :class:`jsonschema.exceptions.SchemaError` when ``schema`` is not a valid schema."""
-    validator = jsonschema.validators.validator_for(dict(schema))
-    validator.check_schema(dict(schema))
-
-
-def _structured(
-    child_id: str, text: str, schema: Mapping[str, JsonValue], usage: dict[str, JsonValue] | None
-) -> SubagentOutcome:
-    try:
-        value: Any = json.loads(text)
-    except ValueError as exc:
-        return SubagentOutcome.failed(
-            child_id, "turn", f"the final answer is not JSON ({exc}): {text[:200]!r}", exc
-        )
-    try:
-        jsonschema.validate(value, dict(schema))
-    except jsonschema.exceptions.ValidationError as exc:
-        return SubagentOutcome.failed(
-            child_id, "turn", f"the final answer does not match the output schema: {exc.message}"
-        )
-    return SubagentOutcome.completed(child_id, cast(JsonValue, value), usage=usage)
-
-
 async def run_codex_turn(
     thread: CodexThread,
     child_id: str,
@@ -254,7 +227,7 @@ async def run_codex_turn(
         return SubagentOutcome.failed(child_id, "turn", result.error or "the turn failed")
     text = result.final_text or ""
     if output_schema is not None:
-        return _structured(child_id, text, output_schema, usage)
+        return structured_outcome(child_id, text, output_schema, usage)
     return SubagentOutcome.completed(child_id, text, usage=usage)
 
 
@@ -475,14 +448,7 @@ class CodexProvider(ChildProvider):
                     feature=feature,
                 )
         if request.output_schema is not None:
-            try:
-                _check_output_schema(request.output_schema)
-            except jsonschema.exceptions.SchemaError as exc:
-                raise SubagentError(
-                    SubagentErrorCode.INVALID_REQUEST,
-                    f"the output schema is not a valid JSON schema: {exc.message}",
-                    provider=self._name,
-                ) from exc
+            check_output_schema(request.output_schema, provider=self._name)
         self._check_not_cancelled(cancel)
 
     async def start(self, request: SubagentRequest, *, cancel: CancelSignal) -> CodexRun:

@@ -75,6 +75,8 @@ class SubagentErrorCode(StrEnum):
     """The signal fired before the child was published."""
     INVALID_REQUEST = "INVALID_REQUEST"
     """The request itself is malformed (say, an empty prompt)."""
+    DEPTH_LIMIT = "DEPTH_LIMIT"
+    """The child would be deeper than the absolute depth limit allows."""
 
 
 class SubagentError(Exception):

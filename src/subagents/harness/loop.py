@@ -1,0 +1,197 @@
+"""``AgentLoop``: model <-> tools until the model stops, the step limit, or the signal.
+
+One turn::
+
+    turn_start, user(prompt)
+    repeat (at most ``max_steps`` model calls):
+        the model gets the session's whole conversation, the system prompt and the tools
+        assistant(text), tool_call ... (as the model answered)
+        no tool calls -> turn_end(completed); the answer is the text
+        each tool call runs, in order, with the turn's signal -> tool_result
+    turn_end(failed) when the step limit is reached
+
+Everything is logged to the session as it happens. The signal is honoured at every await:
+a model call stops mid-stream (the adapter raises ``LlmCancelled``), a tool gets the signal
+and its result is logged, calls not yet started get an error result ("cancelled before it
+ran"), and the turn ends ``cancelled``. So every tool call in the log has its result before
+``turn_end``, also when the turn is cancelled from outside (an enclosing cancel scope): the
+log stays balanced, which is what a fork's seed relies on.
+
+Tool failures never end the turn: an exception becomes an error result the model sees (the
+one place where tool exceptions turn into results). Model failures (``LlmError``) end it
+``failed`` with the adapter's message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Final, final
+
+from ..protocol.jsonrpc import JsonValue
+from ..providers.contract import CancelSignal, ProgressEvent
+from .llm.types import LlmAdapter, LlmCancelled, LlmError, ModelRequest, ToolCall
+from .session import Session, SessionEvent, TurnStatus
+from .tools import ToolError, ToolRegistry, ToolResult
+
+__all__ = ("DEFAULT_MAX_STEPS", "AgentLoop", "ProgressCallback", "TurnOutcome")
+
+DEFAULT_MAX_STEPS: Final = 32
+
+ProgressCallback = Callable[[ProgressEvent], None]
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class TurnOutcome:
+    """How a turn ended: ``text`` is the final answer when ``completed``; ``message`` says why
+    otherwise."""
+
+    status: TurnStatus
+    text: str = ""
+    message: str = ""
+    steps: int = 0
+    usage: Mapping[str, int] = field(default_factory=dict[str, int])
+
+
+@final
+class AgentLoop:
+    """Runs turns of a session against ``adapter`` with the tools of ``tools``."""
+
+    def __init__(
+        self,
+        adapter: LlmAdapter,
+        tools: ToolRegistry,
+        *,
+        system: str | None = None,
+        model: str | None = None,
+        max_tokens: int | None = None,
+        max_steps: int = DEFAULT_MAX_STEPS,
+    ) -> None:
+        if max_steps < 1:
+            raise ValueError("max_steps must be at least 1")
+        self.adapter = adapter
+        self.tools = tools
+        self.system = system
+        self.model = model
+        self.max_tokens = max_tokens
+        self.max_steps = max_steps
+
+    async def run_turn(
+        self,
+        session: Session,
+        prompt: str,
+        *,
+        cancel: CancelSignal,
+        on_progress: ProgressCallback | None = None,
+    ) -> TurnOutcome:
+        """Run one turn of ``session`` for ``prompt`` (see the module docstring)."""
+        turn = _Turn(self, session, cancel, on_progress)
+        return await turn.run(prompt)
+
+
+class _Turn:
+    def __init__(
+        self,
+        loop: AgentLoop,
+        session: Session,
+        cancel: CancelSignal,
+        on_progress: ProgressCallback | None,
+    ) -> None:
+        self.loop = loop
+        self.session = session
+        self.cancel = cancel
+        self.on_progress = on_progress
+        self.usage: dict[str, int] = {}
+        self.steps = 0
+        self.open_calls: list[ToolCall] = []
+
+    def _progress(self, event: ProgressEvent) -> None:
+        if self.on_progress is not None:
+            self.on_progress(event)
+
+    def _end(self, status: TurnStatus, text: str = "", message: str = "") -> TurnOutcome:
+        for call in self.open_calls:
+            self.session.append(
+                SessionEvent(
+                    "tool_result", "cancelled before it ran", call_id=call.id, is_error=True
+                )
+            )
+        self.open_calls = []
+        self.session.append(SessionEvent("turn_end", message, status=status))
+        return TurnOutcome(status, text, message, self.steps, dict(self.usage))
+
+    def _cancelled(self) -> TurnOutcome:
+        return self._end("cancelled", message=self.cancel.reason or "cancelled")
+
+    async def run(self, prompt: str) -> TurnOutcome:
+        session = self.session
+        session.append(SessionEvent("turn_start"))
+        session.append(SessionEvent("user", prompt))
+        try:
+            return await self._steps()
+        except BaseException:
+            # Cancelled from outside (or a bug): keep the log balanced (no await), re-raise.
+            if not session.events or session.events[-1].kind != "turn_end":
+                self._end("cancelled", message="the turn was cancelled")
+            raise
+
+    async def _steps(self) -> TurnOutcome:
+        loop = self.loop
+        while self.steps < loop.max_steps:
+            if self.cancel.cancelled:
+                return self._cancelled()
+            self.steps += 1
+            request = ModelRequest(
+                self.session.messages(),
+                loop.system,
+                loop.tools.specs(),
+                loop.model,
+                loop.max_tokens,
+            )
+            try:
+                response = await loop.adapter.complete(
+                    request,
+                    cancel=self.cancel,
+                    on_text=lambda text: self._progress(ProgressEvent("text", text)),
+                )
+            except LlmCancelled:
+                return self._cancelled()
+            except LlmError as exc:
+                return self._end("failed", message=f"the model call failed: {exc.message}")
+            for name, count in response.usage.items():
+                self.usage[name] = self.usage.get(name, 0) + count
+            self.session.append(SessionEvent("assistant", response.text))
+            for call in response.tool_calls:
+                self.session.append(SessionEvent("tool_call", call=call))
+            self.open_calls = list(response.tool_calls)
+            if not response.tool_calls:
+                return self._end("completed", text=response.text)
+            while self.open_calls:
+                if self.cancel.cancelled:
+                    return self._cancelled()
+                call = self.open_calls[0]
+                result = await self._call(call)
+                self.open_calls.pop(0)
+                self.session.append(
+                    SessionEvent(
+                        "tool_result", result.content, call_id=call.id, is_error=result.is_error
+                    )
+                )
+                data: dict[str, JsonValue] = {"id": call.id, "is_error": result.is_error}
+                self._progress(ProgressEvent("other", f"tool_result {call.name}", data))
+            if self.cancel.cancelled:
+                return self._cancelled()
+        return self._end("failed", message=f"the step limit ({loop.max_steps}) was reached")
+
+    async def _call(self, call: ToolCall) -> ToolResult:
+        data: dict[str, JsonValue] = {"id": call.id, "arguments": dict(call.arguments)}
+        self._progress(ProgressEvent("tool_call", call.name, data))
+        try:
+            tool = self.loop.tools.get(call.name)
+        except ToolError as exc:
+            return ToolResult.error(str(exc))
+        try:
+            return await tool.execute(call.arguments, cancel=self.cancel)
+        except Exception as exc:  # a tool's failure is the model's to see, not the turn's end
+            return ToolResult.error(f"the tool {call.name!r} failed: {type(exc).__name__}: {exc}")

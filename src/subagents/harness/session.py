@@ -1,0 +1,346 @@
+"""Sessions of the in-process runtime: an id, lineage, and an append-only event log.
+
+Every agent of the runtime, parent or child, runs in its own :class:`Session`. A session's log
+is a sequence of :class:`SessionEvent` (a turn's start and end, user and assistant messages,
+tool calls and their results, and, for a forked child, the seed it was given), persisted as
+JSONL, one event per line, in ``<sessions directory>/<id>.jsonl`` as it happens (the first
+line is a header with the id, the lineage and the snapshot key). :meth:`SessionStore.load`
+reads it back.
+
+Lineage: ``parent_session`` is the id of the session that delegated to this one (``None``
+for a root), ``depth`` its nesting (a root is 0), and ``key`` a deterministic path (``root``,
+``root.1``, ``root.1.2``: the n-th child a session started), which names the session's model
+snapshot file (:mod:`subagents.harness.snapshots`): ids are random, keys are stable across
+runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal, TypeAlias, cast, final
+
+from ..protocol.jsonrpc import JsonValue
+from .llm.types import Message, ToolCall, message_from_json, message_to_json
+
+__all__ = (
+    "EventKind",
+    "Session",
+    "SessionError",
+    "SessionEvent",
+    "SessionStore",
+    "TurnStatus",
+    "balanced_prefix",
+)
+
+FORMAT: Final = "subagents-session/1"
+
+EventKind: TypeAlias = Literal[
+    "turn_start", "user", "assistant", "tool_call", "tool_result", "turn_end", "seed"
+]
+TurnStatus: TypeAlias = Literal["completed", "cancelled", "failed"]
+
+
+class SessionError(Exception):
+    """A session file that cannot be read, or a misuse of the store."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class SessionEvent:
+    """One entry of a session's log.
+
+    - ``turn_start`` / ``turn_end`` bound a turn (``turn_end`` carries ``status`` and, when
+      not completed, ``text`` says why);
+    - ``user``: the prompt (``text``); ``assistant``: the model's text (``text``) — its tool
+      calls follow as ``tool_call`` events (``call``), each answered by a ``tool_result``
+      (``call_id``, ``text``, ``is_error``);
+    - ``seed``: a forked child's copy of its parent's history (``messages``).
+    """
+
+    kind: EventKind
+    text: str = ""
+    call: ToolCall | None = None
+    call_id: str | None = None
+    is_error: bool = False
+    status: TurnStatus | None = None
+    messages: tuple[Message, ...] = ()
+
+    def to_json(self) -> dict[str, JsonValue]:
+        data: dict[str, JsonValue] = {"kind": self.kind}
+        if self.text:
+            data["text"] = self.text
+        if self.call is not None:
+            data["call"] = {
+                "id": self.call.id,
+                "name": self.call.name,
+                "arguments": dict(self.call.arguments),
+            }
+        if self.call_id is not None:
+            data["call_id"] = self.call_id
+        if self.is_error:
+            data["is_error"] = True
+        if self.status is not None:
+            data["status"] = self.status
+        if self.messages:
+            data["messages"] = [message_to_json(m) for m in self.messages]
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SessionEvent:
+        call = cast("Mapping[str, Any] | None", data.get("call"))
+        return cls(
+            cast(EventKind, data["kind"]),
+            str(data.get("text", "")),
+            ToolCall(str(call["id"]), str(call["name"]), dict(call["arguments"]))
+            if call is not None
+            else None,
+            cast("str | None", data.get("call_id")),
+            bool(data.get("is_error", False)),
+            cast("TurnStatus | None", data.get("status")),
+            tuple(message_from_json(m) for m in data.get("messages") or ()),
+        )
+
+
+def _messages(events: Iterable[SessionEvent]) -> list[Message]:
+    """The conversation the events describe, as model messages."""
+    messages: list[Message] = []
+    pending_text: str | None = None
+    pending_calls: list[ToolCall] = []
+
+    def flush() -> None:
+        nonlocal pending_text
+        if pending_text is not None or pending_calls:
+            messages.append(Message("assistant", pending_text or "", tuple(pending_calls)))
+        pending_text = None
+        pending_calls.clear()
+
+    for event in events:
+        if event.kind == "seed":
+            flush()
+            messages.extend(event.messages)
+        elif event.kind == "user":
+            flush()
+            messages.append(Message("user", event.text))
+        elif event.kind == "assistant":
+            flush()
+            pending_text = event.text
+        elif event.kind == "tool_call" and event.call is not None:
+            if pending_text is None:
+                pending_text = ""
+            pending_calls.append(event.call)
+        elif event.kind == "tool_result":
+            flush()
+            messages.append(
+                Message("tool", event.text, tool_call_id=event.call_id, is_error=event.is_error)
+            )
+    flush()
+    return messages
+
+
+def balanced_prefix(events: Sequence[SessionEvent]) -> tuple[Message, ...]:
+    """The messages of the turns that ended (a ``turn_end`` was logged), in order, stopping
+    at the first turn still running: the history a fork is seeded with.
+
+    A turn in flight is left out (its delegation call has no result yet, so it cannot be
+    replayed as history). Every tool call of the prefix has its result: the loop logs a result
+    for every call before it logs ``turn_end`` (cancelled and failed calls included).
+    """
+    end = 0
+    for index, event in enumerate(events):
+        if event.kind == "turn_end" or (event.kind == "seed" and end == index):
+            end = index + 1
+    return tuple(_messages(events[:end]))
+
+
+@final
+class Session:
+    """An agent's session: id, lineage, and its append-only log (written through to its
+    file when the session has one)."""
+
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        key: str,
+        parent_session: str | None = None,
+        depth: int = 0,
+        path: Path | None = None,
+        events: Iterable[SessionEvent] = (),
+        children: int = 0,
+        config: Mapping[str, JsonValue] | None = None,
+    ) -> None:
+        self.id = session_id
+        self.key = key
+        self.parent_session = parent_session
+        self.depth = depth
+        self.path = path
+        self.config: dict[str, JsonValue] = dict(config or {})
+        """What the runtime needs to run this session again (system prompt, limits, ...)."""
+        self._events: list[SessionEvent] = list(events)
+        self._children = children
+
+    @property
+    def events(self) -> tuple[SessionEvent, ...]:
+        return tuple(self._events)
+
+    def header(self) -> dict[str, JsonValue]:
+        return {
+            "format": FORMAT,
+            "id": self.id,
+            "key": self.key,
+            "parent_session": self.parent_session,
+            "depth": self.depth,
+            "config": dict(self.config),
+        }
+
+    def append(self, event: SessionEvent) -> None:
+        """Log ``event`` (and write it to the session's file at once)."""
+        self._events.append(event)
+        if self.path is not None:
+            with self.path.open("a", encoding="utf-8") as file:
+                file.write(json.dumps(event.to_json(), ensure_ascii=False) + "\n")
+
+    def messages(self) -> tuple[Message, ...]:
+        """The whole conversation so far, as model messages."""
+        return tuple(_messages(self._events))
+
+    def balanced_prefix(self) -> tuple[Message, ...]:
+        """See :func:`balanced_prefix`."""
+        return balanced_prefix(self._events)
+
+    def next_child_key(self) -> str:
+        """The key of the next child this session starts (``<key>.<n>``)."""
+        self._children += 1
+        return f"{self.key}.{self._children}"
+
+    def turns(self) -> Iterator[tuple[SessionEvent, ...]]:
+        """The log split into turns (each from ``turn_start`` to ``turn_end`` or the end)."""
+        current: list[SessionEvent] = []
+        for event in self._events:
+            if event.kind == "turn_start" and current:
+                yield tuple(current)
+                current = []
+            current.append(event)
+        if current:
+            yield tuple(current)
+
+
+@final
+@dataclass
+class SessionStore:
+    """Sessions by id, persisted under ``directory`` (``None``: in memory only)."""
+
+    directory: Path | None = None
+    _live: dict[str, Session] = field(default_factory=dict[str, Session])
+
+    def __post_init__(self) -> None:
+        if self.directory is not None:
+            self.directory = Path(self.directory)
+            self.directory.mkdir(parents=True, exist_ok=True)
+
+    def path_for(self, session_id: str) -> Path | None:
+        if self.directory is None:
+            return None
+        if not session_id or os.sep in session_id or session_id.startswith("."):
+            raise SessionError(f"not a session id: {session_id!r}")
+        return self.directory / f"{session_id}.jsonl"
+
+    def create(
+        self,
+        *,
+        parent: Session | None = None,
+        parent_id: str | None = None,
+        key: str | None = None,
+        config: Mapping[str, JsonValue] | None = None,
+    ) -> Session:
+        """A new session: a child of ``parent`` when given (its lineage, depth and key), else
+        a root (``parent_id`` records a parent this store does not know, at depth 0)."""
+        session_id = str(uuid.uuid4())
+        if parent is not None:
+            session = Session(
+                session_id,
+                key=key or parent.next_child_key(),
+                parent_session=parent.id,
+                depth=parent.depth + 1,
+                path=self.path_for(session_id),
+                config=config,
+            )
+        else:
+            session = Session(
+                session_id,
+                key=key or "root",
+                parent_session=parent_id,
+                path=self.path_for(session_id),
+                config=config,
+            )
+        if session.path is not None:
+            session.path.write_text(
+                json.dumps(session.header(), ensure_ascii=False) + "\n", encoding="utf-8"
+            )
+        self._live[session_id] = session
+        return session
+
+    def get(self, session_id: str) -> Session | None:
+        """A session of this store: live, else loaded from its file; ``None`` if unknown."""
+        session = self._live.get(session_id)
+        if session is not None:
+            return session
+        path = self.path_for(session_id)
+        if path is None or not path.exists():
+            return None
+        return self.load(session_id)
+
+    def _count_children(self, session_id: str) -> int:
+        """How many sessions of the directory name ``session_id`` as their parent."""
+        assert self.directory is not None
+        count = 0
+        for path in self.directory.glob("*.jsonl"):
+            try:
+                with path.open(encoding="utf-8") as file:
+                    header = json.loads(file.readline() or "null")
+            except (OSError, ValueError):
+                continue
+            if isinstance(header, dict):
+                parent = cast(dict[str, Any], header).get("parent_session")
+                count += parent == session_id
+        return count
+
+    def load(self, session_id: str) -> Session:
+        """Read a session back from its file (a :class:`SessionError` names what is wrong)."""
+        path = self.path_for(session_id)
+        if path is None:
+            raise SessionError("this store keeps sessions in memory only")
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            raise SessionError(f"cannot read session {session_id}: {exc}") from exc
+        if not lines:
+            raise SessionError(f"session file {path} is empty")
+        try:
+            header: Any = json.loads(lines[0])
+            events = [SessionEvent.from_json(json.loads(line)) for line in lines[1:] if line]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise SessionError(f"session file {path} is malformed: {exc}") from exc
+        if not isinstance(header, dict):
+            raise SessionError(f"session file {path} has no {FORMAT} header")
+        header = cast(dict[str, Any], header)
+        if header.get("format") != FORMAT:
+            raise SessionError(f"session file {path} has no {FORMAT} header")
+        children = self._count_children(str(header["id"]))
+        session = Session(
+            str(header["id"]),
+            key=str(header["key"]),
+            parent_session=cast("str | None", header.get("parent_session")),
+            depth=int(header.get("depth", 0)),
+            path=path,
+            events=events,
+            children=children,
+            config=cast("dict[str, JsonValue]", header.get("config") or {}),
+        )
+        self._live[session.id] = session
+        return session

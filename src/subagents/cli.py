@@ -136,15 +136,19 @@ def main(argv: list[str] | None = None) -> int:
         metavar="SECONDS",
         help="how long the slow turn runs before it is cancelled (default: 0.6)",
     )
+    from .agents import serve_cli
     from .conformance import cli as conformance_cli
 
     conformance_cli.add_parser(commands)
+    serve_cli.add_parser(commands)
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if args.command == "conformance":
         try:
             return conformance_cli.run(args)
         except KeyboardInterrupt:
             return 130
+    if args.command == "serve":
+        return serve_cli.run(args)
     if args.command == "demo":
         try:
             return anyio.run(_demo, sys.stdout, REFERENCE_AGENT, args.cancel_after)

@@ -178,7 +178,11 @@ class _Turn:
                         "tool_result", result.content, call_id=call.id, is_error=result.is_error
                     )
                 )
-                data: dict[str, JsonValue] = {"id": call.id, "is_error": result.is_error}
+                data: dict[str, JsonValue] = {
+                    "id": call.id,
+                    "is_error": result.is_error,
+                    "content": result.content,
+                }
                 self._progress(ProgressEvent("other", f"tool_result {call.name}", data))
             if self.cancel.cancelled:
                 return self._cancelled()

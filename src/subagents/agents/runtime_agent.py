@@ -1,0 +1,253 @@
+"""The in-process runtime as an ACP agent (``subagents serve``).
+
+Each ACP session is a root session of an :class:`~subagents.harness.runtime.AgentRuntime`;
+its agents delegate to in-process children through the ``subagent`` tool (spawn by default,
+or fork). A prompt is one turn of the agent loop:
+
+- the prompt's blocks become the user message (text as is; other blocks described, never
+  decoded: ``[resource_link NAME URI]``, an embedded resource's text, ``[image MIME]``);
+- streamed model text -> ``agent_message_chunk``; each tool call -> ``tool_call``
+  (``in_progress``, its arguments as ``rawInput``), its result -> ``tool_call_update``
+  (``completed`` or ``failed``, with the result text);
+- ``session/cancel`` fires the turn's signal: the model call or tool stops and the answer is
+  ``stopReason: "cancelled"``, after every update of the turn was sent;
+- the turn's end: ``end_turn``; the step limit: ``max_turn_requests``; a model failure: a
+  JSON-RPC error (``-32603``) carrying the adapter's message.
+
+Sessions: ``session/load`` (replays the conversation's user and agent text, then answers)
+and ``session/resume`` work for every session of the runtime's store: with a sessions
+directory, across processes. ``session/close`` cancels a running turn.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+from collections.abc import AsyncGenerator, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Final, final
+
+import anyio
+
+from subagents import __version__
+from subagents.harness.loop import TurnOutcome
+from subagents.harness.runtime import Agent as RuntimeAgentSession
+from subagents.harness.runtime import AgentRuntime
+from subagents.protocol import JsonValue, acp
+from subagents.protocol.jsonrpc import ErrorCode
+from subagents.providers.contract import CancelSignal, ProgressEvent
+from subagents.providers.fork import ForkProvider
+from subagents.providers.service import SubagentService
+from subagents.providers.spawn import SpawnProvider
+from subagents.rpc import RPCError
+from subagents.transports.acp_agent import Agent, AgentTurn, ClientConnection, serve_agent
+
+if TYPE_CHECKING:
+    from subagents.protocol.acp import (
+        CloseSessionRequest,
+        CloseSessionResponse,
+        ContentBlock,
+        LoadSessionRequest,
+        LoadSessionResponse,
+        NewSessionRequest,
+        NewSessionResponse,
+        PromptRequest,
+        PromptResponse,
+        ResumeSessionRequest,
+        ResumeSessionResponse,
+        SessionUpdate,
+        StopReason,
+    )
+
+__all__ = ("RuntimeAgent", "serve_runtime")
+
+_STEP_LIMIT_PREFIX: Final = "the step limit"
+
+
+def _describe(block: ContentBlock) -> str:
+    if isinstance(block, acp.TextContentBlock):
+        return block.text
+    if isinstance(block, acp.ResourceLinkContentBlock):
+        return f"[resource_link {block.name} {block.uri}]"
+    if isinstance(block, acp.ResourceContentBlock):
+        resource = block.resource
+        text = getattr(resource, "text", None)
+        return text if isinstance(text, str) else f"[resource {resource.uri}]"
+    return f"[{block.type} {block.mime_type}]"
+
+
+def _update(event: ProgressEvent) -> SessionUpdate | None:
+    data = event.data or {}
+    if event.kind == "text":
+        return acp.AgentMessageChunkSessionUpdate(content=acp.TextContentBlock(text=event.text))
+    if event.kind == "thought":
+        return acp.AgentThoughtChunkSessionUpdate(content=acp.TextContentBlock(text=event.text))
+    call_id = data.get("id")
+    if not isinstance(call_id, str):
+        return None
+    if event.kind == "tool_call":
+        return acp.ToolCallSessionUpdate(
+            tool_call_id=call_id,
+            title=event.text,
+            kind="other",
+            status="in_progress",
+            raw_input=data.get("arguments"),
+        )
+    content = data.get("content")
+    update = acp.ToolCallUpdateSessionUpdate(
+        tool_call_id=call_id, status="failed" if data.get("is_error") else "completed"
+    )
+    if isinstance(content, str):
+        block = acp.TextContentBlock(text=content)
+        update.content = [acp.ContentToolCallContent(content=block)]
+    return update
+
+
+@final
+class RuntimeAgent(Agent):
+    """Serves the sessions of ``runtime`` over ACP (see the module docstring)."""
+
+    agent_name = "subagents-runtime"
+    agent_title = "subagents in-process runtime"
+    agent_version = __version__
+
+    def __init__(self, runtime: AgentRuntime) -> None:
+        self.runtime = runtime
+        self.agents: dict[str, RuntimeAgentSession] = {}
+        self._running: dict[str, CancelSignal] = {}
+        self._keys = itertools.count(1)
+
+    def capabilities(self, params: acp.InitializeRequest) -> acp.AgentCapabilities:
+        capabilities = super().capabilities(params)
+        capabilities.prompt_capabilities = acp.PromptCapabilities(
+            image=False, audio=False, embedded_context=True
+        )
+        capabilities.mcp_capabilities = acp.McpCapabilities(http=False, sse=False)
+        return capabilities
+
+    @staticmethod
+    def _check_cwd(cwd: str) -> None:
+        if not os.path.isabs(cwd):
+            raise RPCError.invalid_params({"cwd": "must be an absolute path", "value": cwd})
+
+    def _agent(self, session_id: str) -> RuntimeAgentSession:
+        agent = self.agents.get(session_id) or self.runtime.load_agent(session_id)
+        if agent is None:
+            raise RPCError.resource_not_found({"sessionId": session_id})
+        self.agents[session_id] = agent
+        return agent
+
+    async def new_session(
+        self, params: NewSessionRequest, conn: ClientConnection
+    ) -> NewSessionResponse:
+        self._check_cwd(params.cwd)
+        agent = self.runtime.root_agent(key=f"acp-{next(self._keys)}")
+        self.agents[agent.id] = agent
+        return acp.NewSessionResponse(session_id=agent.id)
+
+    async def load_session(
+        self, params: LoadSessionRequest, conn: ClientConnection
+    ) -> LoadSessionResponse:
+        self._check_cwd(params.cwd)
+        agent = self._agent(params.session_id)
+        for message in agent.session.messages():
+            if message.role == "tool" or not message.text:
+                continue
+            block = acp.TextContentBlock(text=message.text)
+            update: SessionUpdate = (
+                acp.UserMessageChunkSessionUpdate(content=block)
+                if message.role == "user"
+                else acp.AgentMessageChunkSessionUpdate(content=block)
+            )
+            await conn.send_update(agent.id, update)
+        return acp.LoadSessionResponse()
+
+    async def resume_session(
+        self, params: ResumeSessionRequest, conn: ClientConnection
+    ) -> ResumeSessionResponse:
+        self._check_cwd(params.cwd)
+        self._agent(params.session_id)
+        return acp.ResumeSessionResponse()
+
+    async def close_session(
+        self, params: CloseSessionRequest, conn: ClientConnection
+    ) -> CloseSessionResponse:
+        self._agent(params.session_id)
+        signal = self._running.get(params.session_id)
+        if signal is not None:
+            signal.cancel("the session was closed")
+        self.agents.pop(params.session_id, None)
+        return acp.CloseSessionResponse()
+
+    async def prompt(self, params: PromptRequest, turn: AgentTurn) -> PromptResponse | StopReason:
+        agent = self._agent(params.session_id)
+        if params.session_id in self._running:
+            raise RPCError(
+                ErrorCode.INVALID_REQUEST,
+                "A prompt is already running in this session",
+                {"sessionId": params.session_id},
+            )
+        text = "".join(_describe(block) for block in params.prompt)
+        signal = CancelSignal()
+        self._running[params.session_id] = signal
+        outcome: TurnOutcome | None = None
+        # Unbounded: progress is pushed synchronously by the loop; the buffer holds at most
+        # one turn's updates, and all of them are sent before the prompt is answered.
+        send, receive = anyio.create_memory_object_stream["SessionUpdate"](math.inf)
+
+        def progress(event: ProgressEvent) -> None:
+            update = _update(event)
+            if update is not None:
+                send.send_nowait(update)
+
+        async def forward() -> None:
+            async with receive:
+                async for update in receive:
+                    await turn.send_update(update)
+
+        async def watch_cancel() -> None:
+            await turn.wait_cancelled()
+            signal.cancel("cancelled by the client")
+
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(forward)
+                async with anyio.create_task_group() as inner:
+                    inner.start_soon(watch_cancel)
+                    with send:
+                        outcome = await agent.run(text, cancel=signal, on_progress=progress)
+                    inner.cancel_scope.cancel()
+        finally:
+            self._running.pop(params.session_id, None)
+        assert outcome is not None
+        if outcome.status == "completed":
+            return "end_turn"
+        if outcome.status == "cancelled":
+            return "cancelled"
+        if outcome.message.startswith(_STEP_LIMIT_PREFIX):
+            return "max_turn_requests"
+        data: JsonValue = {"sessionId": params.session_id, "reason": outcome.message}
+        raise RPCError(ErrorCode.INTERNAL_ERROR, f"The turn failed: {outcome.message}", data)
+
+
+@asynccontextmanager
+async def open_runtime_agent(
+    runtime: AgentRuntime, *, delegate_to: str = "spawn"
+) -> AsyncGenerator[RuntimeAgent, None]:
+    """A :class:`RuntimeAgent` whose agents delegate through the ``subagent`` tool to
+    ``delegate_to`` (``spawn`` or ``fork``), with both providers open for its lifetime."""
+    service = SubagentService()
+    async with SpawnProvider(runtime) as spawn, ForkProvider(runtime) as fork:
+        service.register(spawn)
+        service.register(fork)
+        runtime.offer_subagents(service, delegate_to)
+        yield RuntimeAgent(runtime)
+
+
+async def serve_runtime(
+    make_runtime: Callable[[], AgentRuntime], *, delegate_to: str = "spawn"
+) -> None:
+    """Serve a runtime over this process's stdin and stdout until stdin ends."""
+    async with open_runtime_agent(make_runtime(), delegate_to=delegate_to) as agent:
+        await serve_agent(agent)

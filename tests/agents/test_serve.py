@@ -1,0 +1,119 @@
+"""``subagents serve`` (issue 8, part 5): the in-process runtime as an ACP agent over stdio,
+driven by our ACP client as a real child process, on the embedded offline model."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+import pytest
+
+from subagents.protocol import acp
+from subagents.transports import connect_agent
+
+pytestmark = pytest.mark.anyio
+
+SERVE = [sys.executable, "-m", "subagents", "serve"]
+
+
+def text_of(updates: Sequence[object]) -> str:
+    return "".join(
+        u.content.text
+        for u in updates
+        if isinstance(u, acp.AgentMessageChunkSessionUpdate)
+        and isinstance(u.content, acp.TextContentBlock)
+    )
+
+
+async def test_a_delegating_prompt_streams_the_tool_call_and_the_childs_answer() -> None:
+    """The runtime over ACP: the model's delegation is a tool_call (in_progress, its
+    arguments), then a tool_call_update completed with the child's answer, then the text."""
+    with anyio.fail_after(30):
+        async with connect_agent(SERVE) as agent:
+            assert agent.agent_info is not None
+            assert agent.agent_info.name == "subagents-runtime"
+            session = await agent.new_session()
+            async with session.prompt("delegate say hi") as turn:
+                updates = [u async for u in turn]
+    assert turn.stop_reason == "end_turn"
+    calls = [u for u in updates if isinstance(u, acp.ToolCallSessionUpdate)]
+    results = [u for u in updates if isinstance(u, acp.ToolCallUpdateSessionUpdate)]
+    assert [(c.title, c.status, c.raw_input) for c in calls] == [
+        ("subagent", "in_progress", {"description": "delegated task", "prompt": "say hi"})
+    ]
+    assert [(r.tool_call_id, r.status) for r in results] == [(calls[0].tool_call_id, "completed")]
+    assert text_of(updates) == "subagent said: You said: say hi"
+
+
+async def test_a_cancelled_prompt_ends_cancelled_and_the_session_goes_on() -> None:
+    with anyio.fail_after(30):
+        async with connect_agent(SERVE) as agent:
+            session = await agent.new_session()
+            async with session.prompt("slow") as turn:
+                async for update in turn:
+                    if isinstance(update, acp.AgentMessageChunkSessionUpdate):
+                        await turn.cancel()
+                        break
+                await turn.result()
+            assert turn.stop_reason == "cancelled"
+            async with session.prompt("hello") as after:
+                updates = [u async for u in after]
+    assert text_of(updates) == "You said: hello"
+
+
+async def test_a_model_failure_is_a_json_rpc_error_with_the_reason() -> None:
+    from subagents.rpc import RPCError
+
+    with anyio.fail_after(30):
+        async with connect_agent(SERVE) as agent:
+            session = await agent.new_session()
+            async with session.prompt("fail") as turn:
+                with pytest.raises(RPCError) as info:
+                    await turn.result()
+    assert info.value.code == -32603
+    assert "offline model: 503 overloaded" in info.value.message
+
+
+async def test_sessions_persisted_by_one_process_load_in_another(tmp_path: Path) -> None:
+    """With --sessions, session/load in a new process replays the conversation."""
+    command = [*SERVE, "--sessions", str(tmp_path)]
+    with anyio.fail_after(30):
+        async with connect_agent(command) as agent:
+            session = await agent.new_session()
+            async with session.prompt("remember apricots") as turn:
+                await turn.result()
+            session_id = session.session_id
+        async with connect_agent(command) as agent:
+            loaded = await agent.load_session(session_id)
+            replayed = list(loaded.idle_updates)
+            async with loaded.prompt("and now?") as turn:
+                await turn.result()
+    users = [
+        u.content.text
+        for u in replayed
+        if isinstance(u, acp.UserMessageChunkSessionUpdate)
+        and isinstance(u.content, acp.TextContentBlock)
+    ]
+    assert users == ["remember apricots"]
+    assert text_of(replayed) == "You said: remember apricots"
+    assert turn.stop_reason == "end_turn"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--adapter", "anthropic"], "--adapter anthropic needs --model NAME"),
+        (["--record"], "--record and --replay need --snapshots DIR"),
+        (["--snapshots", "x"], "--snapshots needs --record or --replay"),
+        (["--max-steps", "0"], "--max-steps must be at least 1"),
+    ],
+)
+def test_bad_options_are_one_clear_line_and_status_2(args: list[str], message: str) -> None:
+    result = subprocess.run(
+        [*SERVE, *args], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL
+    )
+    assert result.returncode == 2
+    assert result.stderr == f"subagents serve: {message}\n"

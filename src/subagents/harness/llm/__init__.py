@@ -1,6 +1,6 @@
 """Model adapters: the provider-neutral request/response types, a registry of adapters by
-name, a scripted adapter for tests, the embedded offline model, and streaming HTTP adapters for the Anthropic Messages API
-and OpenAI-style Chat Completions.
+name, a scripted adapter for tests, the embedded offline model, and streaming HTTP adapters
+for the Anthropic Messages API and OpenAI-style Chat Completions.
 
 The types, the registry and the scripted adapter are imported eagerly; the HTTP adapters
 load on first use, so importing this package (or :mod:`.types`) does not import ``httpx``.

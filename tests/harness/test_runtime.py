@@ -483,3 +483,36 @@ async def test_a_continuable_child_resumes_cold_from_its_session_file(tmp_path: 
 def test_session_events_round_trip_through_json() -> None:
     event = SessionEvent("tool_call", call=ToolCall("c1", "echo", {"text": "x"}))
     assert SessionEvent.from_json(event.to_json()) == event
+
+
+async def test_background_tasks_give_an_agent_the_task_tools(tmp_path: Path) -> None:
+    """Issue 8 / tool registry: SubagentTool and the task tools are registered into each
+    agent's registry (background delegation goes through task_start)."""
+    from subagents.harness.runtime import AgentSettings
+
+    runtime = AgentRuntime(
+        OfflineModel(), settings=AgentSettings(background_tasks=True), tools=[Echo()]
+    )
+    service = SubagentService()
+    async with SpawnProvider(runtime) as spawn:
+        service.register(spawn)
+        runtime.offer_subagents(service, "spawn")
+        async with runtime.root_agent() as agent:
+            assert set(agent.tools.names) == {
+                "echo",
+                "subagent",
+                "task_start",
+                "task_status",
+                "task_result",
+                "task_cancel",
+            }
+            started = await agent.tools.get("task_start").execute(
+                {"tool": "subagent", "arguments": {"description": "d", "prompt": "hello"}},
+                cancel=CancelSignal(),
+            )
+            task_id = started.content.removeprefix("started ")
+            with anyio.fail_after(BOUND):
+                result = await agent.tools.get("task_result").execute(
+                    {"task_id": task_id, "wait": True}, cancel=CancelSignal()
+                )
+    assert result.content == "You said: hello"

@@ -21,3 +21,14 @@ def test_the_seam_example_registers_two_providers_and_delegates_through_the_tool
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "False summarise the README\n"
+
+
+def test_the_runtime_example_delegates_two_levels_deep_and_prints_the_answer() -> None:
+    """Issue 8: the README's in-process runtime example runs as written, offline."""
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    [example] = [b for b in blocks if "SpawnProvider" in b]
+    done = subprocess.run(
+        [sys.executable, "-c", example], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "subagent said: subagent said: You said: hello\n"

@@ -110,9 +110,10 @@ def _norm(name: str) -> str:
     return name.lower().replace("_", "-").replace(".", "-")
 
 
-def sdk_freeze() -> list[str]:
+def venv_freeze(venv: Path) -> list[str]:
+    """``pip freeze`` of ``venv``, sorted."""
     out = subprocess.run(
-        [str(sdk_python()), "-m", "pip", "freeze", "--disable-pip-version-check"],
+        [str(venv / "bin" / "python"), "-m", "pip", "freeze", "--disable-pip-version-check"],
         capture_output=True,
         text=True,
         check=True,
@@ -121,49 +122,51 @@ def sdk_freeze() -> list[str]:
     return sorted(line.strip() for line in out.stdout.splitlines() if line.strip())
 
 
-def _check_clean(freeze: list[str]) -> None:
+def _check_clean(venv: Path, freeze: list[str], allowed: set[str]) -> None:
     names = {_norm(line.split("==")[0].split(" @ ")[0]) for line in freeze}
-    extra = names - {_norm(n) for n in SDK_ALLOWED}
+    extra = names - {_norm(n) for n in allowed}
     if extra:
-        raise SystemExit(
-            f"{SDK_VENV} holds more than the SDK ({sorted(extra)}); delete it and re-run"
-        )
+        raise SystemExit(f"{venv} holds more than the SDK ({sorted(extra)}); delete it and re-run")
+
+
+def ensure_clean_venv(venv: Path, pin: str, allowed: set[str], tag: str) -> list[str]:
+    """Create the clean venv ``venv`` holding ``pin`` (and only the packages named in
+    ``allowed``) if needed: ``python3 -m venv``, then pip from the package index. Returns its
+    ``pip freeze``."""
+    python = venv / "bin" / "python"
+    if python.exists():
+        try:
+            freeze = venv_freeze(venv)
+        except (subprocess.SubprocessError, OSError):
+            freeze = []
+        if _norm(pin) in {_norm(x) for x in freeze}:
+            _check_clean(venv, freeze, allowed)
+            return freeze
+        print(f"[{tag}] {venv.name} venv incomplete: recreating it", file=sys.stderr, flush=True)
+        shutil.rmtree(venv)
+    python3 = shutil.which("python3") or sys.executable
+    print(
+        f"[{tag}] creating {venv.relative_to(ROOT)} ({python3} -m venv), then pip install {pin}",
+        file=sys.stderr,
+        flush=True,
+    )
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run([python3, "-m", "venv", str(venv)], check=True, timeout=300)
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", pin],
+        check=True,
+        timeout=900,
+    )
+    freeze = venv_freeze(venv)
+    _check_clean(venv, freeze, allowed)
+    return freeze
 
 
 @functools.cache
 def ensure_sdk_venv() -> list[str]:
     """Create the clean openai-codex venv if needed (pip, from the package index); return its
     ``pip freeze``."""
-    if sdk_python().exists():
-        try:
-            freeze = sdk_freeze()
-        except (subprocess.SubprocessError, OSError):
-            freeze = []
-        if _norm(SDK_PIN) in {_norm(x) for x in freeze}:
-            _check_clean(freeze)
-            return freeze
-        log("openai-codex venv incomplete: recreating it")
-        shutil.rmtree(SDK_VENV)
-    python3 = shutil.which("python3") or sys.executable
-    log(f"creating {SDK_VENV.relative_to(ROOT)} ({python3} -m venv), then pip install {SDK_PIN}")
-    SDK_VENV.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run([python3, "-m", "venv", str(SDK_VENV)], check=True, timeout=300)
-    subprocess.run(
-        [
-            str(sdk_python()),
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            SDK_PIN,
-        ],
-        check=True,
-        timeout=600,
-    )
-    freeze = sdk_freeze()
-    _check_clean(freeze)
-    return freeze
+    return ensure_clean_venv(SDK_VENV, SDK_PIN, SDK_ALLOWED, "codex-bench")
 
 
 # ---------------------------------------------------------------- running
@@ -260,6 +263,42 @@ METRICS: list[tuple[str, str, str]] = [
 ]
 
 
+def paired_table(
+    by: dict[tuple[int, str], dict[str, Any]],
+    reps: list[int],
+    impls: tuple[str, ...],
+    metrics: list[tuple[str, str, str]],
+) -> list[str]:
+    """The Markdown table: one row per metric, one column per implementation (median (min–max)
+    over the repetitions), then each non-floor implementation paired with the floor of the
+    same repetition (``impls[0]``): ratio or difference, as the metric says."""
+    floor, others = impls[0], impls[1:]
+    lines = ["| metric | " + " | ".join(f"`{i}`" for i in impls)]
+    lines[0] += " | " + " | ".join(f"`{i}` vs floor" for i in others) + " |"
+    lines.append("|---" * (1 + len(impls) + len(others)) + "|")
+    for key, label, pairing in metrics:
+        row = [label]
+        for impl in impls:
+            vals = [by[(r, impl)][key] for r in reps if (r, impl) in by]
+            row.append(cell([float(v) for v in vals if v is not None]))
+        for impl in others:
+            pairs = [
+                (float(by[(r, impl)][key]), float(by[(r, floor)][key]))
+                for r in reps
+                if (r, impl) in by
+                and (r, floor) in by
+                and by[(r, impl)][key] is not None
+                and by[(r, floor)][key] is not None
+            ]
+            if pairing == "ratio":
+                row.append(cell([a / b for a, b in pairs if b], "×"))
+            else:
+                diffs = [a - b for a, b in pairs]
+                row.append(cell(diffs, "", signed) if diffs else "–")
+        lines.append("| " + " | ".join(row) + " |")
+    return lines
+
+
 def render(
     runs: list[dict[str, Any]],
     meta: dict[str, Any],
@@ -280,27 +319,7 @@ def render(
         "with its own floor."
     )
     add("")
-    head = "| metric | " + " | ".join(f"`{i}`" for i in IMPLS)
-    head += " | `subagents` vs floor | `openai-codex` vs floor |"
-    add(head)
-    add("|---" * (len(IMPLS) + 3) + "|")
-    for key, label, pairing in METRICS:
-        row = [label]
-        for impl in IMPLS:
-            vals = [by[(r, impl)][key] for r in reps if (r, impl) in by]
-            row.append(cell([float(v) for v in vals if v is not None]))
-        for impl in ("subagents", "openai-codex"):
-            pairs = [
-                (float(by[(r, impl)][key]), float(by[(r, "floor")][key]))
-                for r in reps
-                if (r, impl) in by and (r, "floor") in by
-            ]
-            if pairing == "ratio":
-                row.append(cell([a / b for a, b in pairs if b], "×"))
-            else:
-                diffs = [a - b for a, b in pairs]
-                row.append(cell(diffs, "", signed) if diffs else "–")
-        add("| " + " | ".join(row) + " |")
+    lines += paired_table(by, reps, IMPLS, METRICS)
     add("")
     seen = {
         impl: sorted(
@@ -336,23 +355,28 @@ def render(
     return "\n".join(lines)
 
 
-RESULTS = ROOT / "bench" / "codex-results.md"
+RESULTS_MD = BENCH / "codex-results.md"
 BEGIN = "<!-- generated by bench/codex.py: begin -->"
 END = "<!-- generated by bench/codex.py: end -->"
 
 
+def write_between_markers(path: Path, begin: str, end: str, generated: str) -> None:
+    """Put ``generated`` between the markers of ``path`` (the hand-written text around them
+    stays)."""
+    text = path.read_text()
+    head, _, rest = text.partition(begin)
+    _, _, tail = rest.partition(end)
+    path.write_text(f"{head}{begin}\n{generated.rstrip()}\n{end}{tail}")
+
+
 def publish(generated: str) -> None:
-    """Put ``generated`` between the markers of bench/codex-results.md (the hand-written
-    heading and notes around them stay), then that section into BENCHMARKS.md (whose
-    "## Codex app-server" section bench/render.py also takes from that file)."""
-    text = RESULTS.read_text()
-    head, _, rest = text.partition(BEGIN)
-    _, _, tail = rest.partition(END)
-    RESULTS.write_text(f"{head}{BEGIN}\n{generated.rstrip()}\n{END}{tail}")
+    """Put ``generated`` between the markers of bench/codex-results.md, then refresh the
+    included sections at the end of BENCHMARKS.md (bench/render.py takes them from there
+    too)."""
+    write_between_markers(RESULTS_MD, BEGIN, END, generated)
     summary = ROOT / "BENCHMARKS.md"
     if summary.exists():
-        before = summary.read_text().split("## Codex app-server", 1)[0].rstrip()
-        summary.write_text(before + "\n\n" + RESULTS.read_text().rstrip() + "\n")
+        run.render.republish(summary)
 
 
 def main() -> int:

@@ -1,7 +1,9 @@
 """Render BENCHMARKS.md from the raw JSON lines of one benchmark run.
 
 Usage: ``.venv/bin/python bench/render.py bench/results/raw-<stamp>.jsonl [--out FILE]``
-(``bench/run.py`` calls it at the end of every run).
+(``bench/run.py`` calls it at the end of every run); ``bench/render.py --includes-only`` only
+refreshes the sections included from ``bench/codex-results.md`` and ``bench/claude-results.md``
+at the end of BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -26,6 +28,11 @@ IMPL_ORDER = [
 NOTES = Path(__file__).with_name("notes.md")
 CODEX_RESULTS = Path(__file__).with_name("codex-results.md")
 """The Codex app-server section, written by ``bench/codex.py`` (a separate run), included."""
+CLAUDE_RESULTS = Path(__file__).with_name("claude-results.md")
+"""The Claude Code CLI section, written by ``bench/claude.py`` (a separate run), included."""
+#: Sections kept in their own files (each starts with its ``## `` heading), included in order
+#: at the end of BENCHMARKS.md.
+INCLUDED = (CODEX_RESULTS, CLAUDE_RESULTS)
 #: Implementations whose driver runs only the spawn phase (no echo workload).
 STARTUP_ONLY = {"subagents/reference-agent"}
 
@@ -787,17 +794,44 @@ def render(
     if NOTES.exists():
         add(NOTES.read_text().rstrip())
         add("")
-    if CODEX_RESULTS.exists():
-        add(CODEX_RESULTS.read_text().rstrip())
-        add("")
+    for included in INCLUDED:
+        if included.exists():
+            add(included.read_text().rstrip())
+            add("")
     return "\n".join(L)
+
+
+def republish(summary: Path) -> None:
+    """Refresh the included sections at the end of ``summary`` (BENCHMARKS.md) from their
+    files, without re-rendering the rest: everything from the first included heading on is
+    replaced. (``bench/codex.py`` and ``bench/claude.py`` call this after their runs.)"""
+    text = summary.read_text()
+    sections = [f.read_text().rstrip() for f in INCLUDED if f.exists()]
+    cut = len(text)
+    for section in sections:
+        heading = section.splitlines()[0] + "\n"
+        at = text.find("\n" + heading)
+        if at >= 0:
+            cut = min(cut, at + 1)
+    before = text[:cut].rstrip()
+    summary.write_text(before + "\n\n" + "\n\n".join(sections) + "\n")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("raw", type=Path)
+    ap.add_argument("raw", type=Path, nargs="?")
     ap.add_argument("--out", type=Path, default=Path("BENCHMARKS.md"))
+    ap.add_argument(
+        "--includes-only",
+        action="store_true",
+        help="only refresh the included sections (codex-results.md, claude-results.md) in --out",
+    )
     args = ap.parse_args()
+    if args.includes_only:
+        republish(args.out)
+        return
+    if args.raw is None:
+        ap.error("a raw-*.jsonl file is needed (or --includes-only)")
     args.out.write_text(render(*load(args.raw)))
 
 

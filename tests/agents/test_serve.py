@@ -105,7 +105,10 @@ async def test_sessions_persisted_by_one_process_load_in_another(tmp_path: Path)
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--adapter", "anthropic"], "--adapter anthropic needs --model NAME"),
+        (
+            ["--adapter", "anthropic"],
+            "--adapter anthropic: the anthropic adapter needs a model name",
+        ),
         (["--record"], "--record and --replay need --snapshots DIR"),
         (["--snapshots", "x"], "--snapshots needs --record or --replay"),
         (["--max-steps", "0"], "--max-steps must be at least 1"),

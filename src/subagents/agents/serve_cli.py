@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -85,31 +84,20 @@ class ServeConfigError(Exception):
 
 def make_adapter(args: argparse.Namespace) -> LlmAdapter | None:
     """The model adapter the options name (``None`` when snapshots replay)."""
+    from ..harness.llm.select import AdapterConfigError, make_adapter
+
     if args.snapshots is not None and args.replay:
         return None
-    if args.adapter == "offline":
-        from ..harness.llm.offline import OfflineModel
-
-        return OfflineModel(tick=args.tick)
-    if not args.model:
-        raise ServeConfigError(f"--adapter {args.adapter} needs --model NAME")
-    variable = args.api_key_env or (
-        "ANTHROPIC_API_KEY" if args.adapter == "anthropic" else "OPENAI_API_KEY"
-    )
-    key = os.environ.get(variable)
-    if args.adapter == "anthropic":
-        if not key:
-            raise ServeConfigError(f"--adapter anthropic needs a key in ${variable}")
-        from ..harness.llm.anthropic import AnthropicAdapter
-
-        if args.base_url:
-            return AnthropicAdapter(args.model, api_key=key, base_url=args.base_url)
-        return AnthropicAdapter(args.model, api_key=key)
-    from ..harness.llm.openai_chat import OpenAIChatAdapter
-
-    if args.base_url:
-        return OpenAIChatAdapter(args.model, api_key=key, base_url=args.base_url)
-    return OpenAIChatAdapter(args.model, api_key=key)
+    try:
+        return make_adapter(
+            args.adapter,
+            model=args.model,
+            base_url=args.base_url,
+            api_key_env=args.api_key_env,
+            tick=args.tick,
+        )
+    except AdapterConfigError as exc:
+        raise ServeConfigError(f"--adapter {args.adapter}: {exc}") from exc
 
 
 def make_runtime(args: argparse.Namespace) -> AgentRuntime:

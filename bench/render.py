@@ -30,9 +30,11 @@ CODEX_RESULTS = Path(__file__).with_name("codex-results.md")
 """The Codex app-server section, written by ``bench/codex.py`` (a separate run), included."""
 CLAUDE_RESULTS = Path(__file__).with_name("claude-results.md")
 """The Claude Code CLI section, written by ``bench/claude.py`` (a separate run), included."""
+IN_PROCESS_RESULTS = Path(__file__).with_name("in-process-results.md")
+"""The in-process children section, written by ``bench/in_process.py``, included."""
 #: Sections kept in their own files (each starts with its ``## `` heading), included in order
 #: at the end of BENCHMARKS.md.
-INCLUDED = (CODEX_RESULTS, CLAUDE_RESULTS)
+INCLUDED = (CODEX_RESULTS, CLAUDE_RESULTS, IN_PROCESS_RESULTS)
 #: Implementations whose driver runs only the spawn phase (no echo workload).
 STARTUP_ONLY = {"subagents/reference-agent"}
 

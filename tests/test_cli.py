@@ -18,20 +18,25 @@ def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_the_demo_runs_a_delegation_end_to_end_offline() -> None:
-    """README main job: spawn the reference agent, stream a reply and updates, cancel a slow
-    turn, show each outcome; no key, no network."""
-    done = run("demo", "--cancel-after", "0.3")
-    assert done.returncode == 0, done.stderr
+@pytest.mark.timeout(300)
+def test_the_demo_runs_one_delegation_through_every_offline_provider() -> None:
+    """README main job (issue 9 / demo): the same delegation through the reference ACP agent,
+    spawn, fork, Codex and Claude Code (installed by scripts/setup, on the bundled fake model
+    servers), streamed, then a side-by-side table; then a cancelled slow turn. No key, no
+    network."""
+    done = run("demo", "--cancel-after", "0.3", timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
-    assert "connected to subagents-reference-agent" in out
-    assert "1 2 3 4 5" in out
-    assert "  · plan: " in out
-    assert "  ? permission asked for " in out
-    assert "[cancelling the turn]" in out
-    assert out.count("[outcome: end_turn]") == 3
-    assert "[outcome: cancelled]" in out
-    assert out.rstrip().endswith("done: 4 turns, outcomes end_turn, end_turn, end_turn, cancelled")
+    table = out[out.index("agent  ") :].splitlines()
+    rows = {line.split()[0]: line.split() for line in table[2:7]}
+    assert sorted(rows) == ["claude-code", "codex", "fork", "reference", "spawn"]
+    assert {row[2] for row in rows.values()} == {"completed"}
+    assert "▶ spawn: You said: Say hello to the team." in out
+    assert "▶ codex: Hello from the fake model." in out
+    assert "▶ claude-code: Hello from the fake model." in out
+    assert " [cancel] " in out
+    assert "[cancelled: cancelled by the demo]" in out
+    assert out.rstrip().endswith("all delegations settled as expected")
 
 
 def test_an_unknown_command_shows_the_usage_and_fails() -> None:

@@ -1,0 +1,392 @@
+"""The agent registry: named agent entries from ``subagents.toml`` files and built-ins.
+
+An entry says how to run one agent as a subagent::
+
+    [agents.my-agent]
+    provider = "acp"                      # acp | codex | claude-code | spawn | fork | a plugin
+    command = ["node", "agent.js", "--acp"]
+    env = { MY_AGENT_HOME = "/srv/agent" }
+    cwd = "/work"
+    model = "some-model"                  # codex, claude-code, spawn/fork (with an adapter)
+    permission = "ask"                    # ask (in a terminal) | allow | deny (the default)
+    timeout = 600                         # seconds a run may take (0: no limit)
+    startup_timeout = 60
+    description = "What it is for"
+    [agents.my-agent.options]             # provider-specific (see each provider)
+    adapter = "anthropic"
+
+Files, later ones winning entry by entry: the built-ins, then
+``$XDG_CONFIG_HOME/subagents/subagents.toml`` (``~/.config/...``), then ``subagents.toml`` in
+the working directory, then files given explicitly. :func:`from_acp_registry` turns an entry
+of the official ACP registry (``agent.json``: id, name, version, distribution via ``npx``,
+``uvx`` or ``binary``) into one, dropping environment variables that could leak credentials
+or hijack the launch (``PATH``, ``HOME``, ``LD_*``, ``NODE_*``, ...), as the registry's own
+launcher does.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import shutil
+import sys
+import tomllib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Final, Literal, TypeAlias, cast, final
+
+__all__ = (
+    "BUILTIN_PROVIDERS",
+    "AgentSpec",
+    "ConfigError",
+    "Permission",
+    "builtin_agents",
+    "config_paths",
+    "from_acp_registry",
+    "load_agents",
+    "to_toml",
+)
+
+Permission: TypeAlias = Literal["ask", "allow", "deny"]
+BUILTIN_PROVIDERS: Final = ("acp", "codex", "claude-code", "spawn", "fork")
+_ID: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_UNSAFE_ENV: Final = re.compile(
+    r"^(PATH|HOME|USER|SHELL|PWD|TMPDIR|PYTHON\w*|LD_\w+|DYLD_\w+|NODE_\w+|NPM_\w+|"
+    r"GITHUB_\w+|AWS_\w+|GOOGLE_\w+|AZURE_\w+|SSH_\w+|GIT_\w+)$"
+)
+
+
+class ConfigError(Exception):
+    """A registry file or entry that cannot be used; the message names the file and entry."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class AgentSpec:
+    """One agent of the registry (see the module docstring for the fields)."""
+
+    name: str
+    provider: str
+    command: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict[str, str])
+    cwd: str | None = None
+    model: str | None = None
+    permission: Permission = "deny"
+    timeout: float | None = None
+    startup_timeout: float = 60.0
+    description: str = ""
+    options: Mapping[str, Any] = field(default_factory=dict[str, Any])
+    source: str = "built-in"
+    """Where the entry comes from (a file path, or ``built-in``)."""
+
+    def with_overrides(
+        self, *, permission: Permission | None = None, model: str | None = None
+    ) -> AgentSpec:
+        return replace(
+            self,
+            permission=permission or self.permission,
+            model=model if model is not None else self.model,
+        )
+
+
+def _str_list(value: Any, where: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in cast(list[Any], value)):
+        raise ConfigError(f"{where}: expected a list of strings")
+    return tuple(cast(list[str], value))
+
+
+def _entry(name: str, data: Mapping[str, Any], source: str) -> AgentSpec:
+    where = f"{source}: agents.{name}"
+    if not _ID.match(name):
+        raise ConfigError(f"{where}: not a valid agent name")
+    known = {
+        "provider",
+        "command",
+        "args",
+        "env",
+        "cwd",
+        "model",
+        "permission",
+        "timeout",
+        "startup_timeout",
+        "description",
+        "options",
+    }
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)}")
+    provider = data.get("provider", "acp")
+    if not isinstance(provider, str) or not provider:
+        raise ConfigError(f"{where}: provider must be a name")
+    command = _str_list(data.get("command", []), f"{where}.command")
+    command += _str_list(data.get("args", []), f"{where}.args")
+    if provider in ("acp", "codex", "claude-code") and not command:
+        raise ConfigError(f"{where}: provider {provider!r} needs a command")
+    env = data.get("env", {})
+    if not isinstance(env, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in cast(dict[Any, Any], env).items()
+    ):
+        raise ConfigError(f"{where}.env: expected a table of strings")
+    permission = data.get("permission", "deny")
+    if permission not in ("ask", "allow", "deny"):
+        raise ConfigError(f"{where}.permission: expected ask, allow or deny")
+    timeout = data.get("timeout")
+    if timeout is not None and (not isinstance(timeout, int | float) or timeout < 0):
+        raise ConfigError(f"{where}.timeout: expected seconds (a number >= 0)")
+    startup = data.get("startup_timeout", 60.0)
+    if not isinstance(startup, int | float) or startup <= 0:
+        raise ConfigError(f"{where}.startup_timeout: expected seconds (a number > 0)")
+    options = data.get("options", {})
+    if not isinstance(options, dict):
+        raise ConfigError(f"{where}.options: expected a table")
+    for key in ("cwd", "model", "description"):
+        if key in data and not isinstance(data[key], str):
+            raise ConfigError(f"{where}.{key}: expected a string")
+    return AgentSpec(
+        name=name,
+        provider=provider,
+        command=command,
+        env=cast(dict[str, str], env),
+        cwd=cast("str | None", data.get("cwd")),
+        model=cast("str | None", data.get("model")),
+        permission=permission,
+        timeout=float(timeout) if timeout else None,
+        startup_timeout=float(startup),
+        description=cast(str, data.get("description", "")),
+        options=cast(dict[str, Any], options),
+        source=source,
+    )
+
+
+def parse_agents(text: str, source: str) -> dict[str, AgentSpec]:
+    """The entries of one TOML document (``source`` names it in errors)."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: not valid TOML: {exc}") from exc
+    agents = data.get("agents", {})
+    if not isinstance(agents, dict):
+        raise ConfigError(f"{source}: [agents] must be a table of agent entries")
+    result: dict[str, AgentSpec] = {}
+    for name, entry in cast(dict[str, Any], agents).items():
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{source}: agents.{name} must be a table")
+        result[name] = _entry(name, cast(dict[str, Any], entry), source)
+    return result
+
+
+def config_paths(cwd: Path | None = None) -> list[Path]:
+    """The registry files read by default, lowest precedence first (missing ones included)."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return [Path(base) / "subagents" / "subagents.toml", (cwd or Path.cwd()) / "subagents.toml"]
+
+
+def _npm_bin(name: str) -> str | None:
+    from .testing.npm_agents import npm_file
+
+    found = npm_file(f".bin/{name}")
+    return str(found) if found is not None else None
+
+
+def _which(name: str, fallback: str | None) -> str:
+    return shutil.which(name) or fallback or name
+
+
+def builtin_agents() -> dict[str, AgentSpec]:
+    """The built-in entries: the reference agent, Codex (app-server), Claude Code, the two ACP
+    adapters from npm, and the in-process spawn and fork runtimes on the offline model.
+    Commands are found on ``PATH``, else in the project's npm cache (``scripts/setup``)."""
+    codex = _which("codex", None)
+    if shutil.which("codex") is None:
+        from .testing.npm_agents import npm_file
+
+        native = npm_file("@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex")
+        codex = str(native) if native is not None else "codex"
+    entries = [
+        AgentSpec(
+            "reference",
+            "acp",
+            (sys.executable, "-m", "subagents.agents.reference"),
+            description="the conforming reference ACP agent (offline, scripted)",
+        ),
+        AgentSpec(
+            "codex",
+            "codex",
+            (codex, "app-server", "--listen", "stdio://"),
+            description="OpenAI Codex through its app-server (needs its key or CODEX_HOME)",
+        ),
+        AgentSpec(
+            "claude-code",
+            "claude-code",
+            (_which("claude", _npm_bin("claude")),),
+            model="claude-sonnet-4-6",
+            description="the Claude Code CLI (stream-json; needs ANTHROPIC_API_KEY)",
+        ),
+        AgentSpec(
+            "codex-acp",
+            "acp",
+            (_which("codex-acp", _npm_bin("codex-acp")),),
+            description="Codex through the codex-acp ACP adapter",
+        ),
+        AgentSpec(
+            "claude-agent-acp",
+            "acp",
+            (_which("claude-agent-acp", _npm_bin("claude-agent-acp")),),
+            description="Claude Code through the claude-agent-acp ACP adapter",
+        ),
+        AgentSpec(
+            "spawn",
+            "spawn",
+            description="a fresh in-process child on the offline model (options.adapter)",
+        ),
+        AgentSpec(
+            "fork",
+            "fork",
+            description="an in-process child seeded with its parent's history",
+        ),
+    ]
+    return {entry.name: entry for entry in entries}
+
+
+def load_agents(
+    extra: Iterable[Path] = (), *, defaults: bool = True, cwd: Path | None = None
+) -> dict[str, AgentSpec]:
+    """The registry: built-ins, then the default files (when ``defaults``), then ``extra``;
+    a later entry replaces an earlier one of the same name."""
+    agents = builtin_agents()
+    paths = [*(config_paths(cwd) if defaults else []), *extra]
+    for path in paths:
+        if not path.exists():
+            if path in extra:
+                raise ConfigError(f"{path}: no such file")
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read it: {exc.strerror}") from exc
+        agents.update(parse_agents(text, str(path)))
+    return agents
+
+
+def _platform_key() -> str:
+    system = {"Linux": "linux", "Darwin": "darwin", "Windows": "windows"}.get(platform.system())
+    machine = {"x86_64": "x86_64", "amd64": "x86_64", "arm64": "aarch64", "aarch64": "aarch64"}
+    return f"{system}-{machine.get(platform.machine().lower(), platform.machine().lower())}"
+
+
+def from_acp_registry(
+    entry: Mapping[str, Any], *, binary_dir: Path | None = None
+) -> tuple[AgentSpec, list[str]]:
+    """An agent entry of the official ACP registry as a registry entry, with notes (dropped
+    environment variables, the distribution chosen). Prefers ``npx``, then ``uvx``, then a
+    ``binary`` for this platform (its archive must already be unpacked in ``binary_dir``: no
+    download happens here)."""
+    agent_id = entry.get("id")
+    if not isinstance(agent_id, str) or not re.match(r"^[a-z][a-z0-9-]*$", agent_id):
+        raise ConfigError("the registry entry has no valid id")
+    distribution = entry.get("distribution")
+    if not isinstance(distribution, dict) or not distribution:
+        raise ConfigError(f"{agent_id}: the registry entry has no distribution")
+    distribution = cast(dict[str, Any], distribution)
+    notes: list[str] = []
+    command: list[str]
+    raw_env: dict[str, Any]
+    if "npx" in distribution:
+        npx = cast(dict[str, Any], distribution["npx"])
+        package = str(npx["package"])
+        args = [str(a) for a in npx.get("args", [])]
+        cmd = npx.get("cmd")
+        command = ["npx", "-y", package, *args]
+        if cmd:
+            command = ["npx", "-y", "--package", package, str(cmd), *args]
+        raw_env = dict(npx.get("env", {}))
+        notes.append(f"distribution: npx {package}")
+    elif "uvx" in distribution:
+        uvx = cast(dict[str, Any], distribution["uvx"])
+        package = str(uvx["package"])
+        cmd = str(uvx.get("cmd") or package)
+        command = ["uvx", "--from", package, cmd, *[str(a) for a in uvx.get("args", [])]]
+        raw_env = dict(uvx.get("env", {}))
+        notes.append(f"distribution: uvx {package}")
+    elif "binary" in distribution:
+        binaries = cast(dict[str, Any], distribution["binary"])
+        key = _platform_key()
+        target = binaries.get(key)
+        if not isinstance(target, dict):
+            raise ConfigError(
+                f"{agent_id}: no binary for this platform ({key}); it has "
+                f"{', '.join(sorted(binaries)) or 'none'}"
+            )
+        target = cast(dict[str, Any], target)
+        cmd = str(target["cmd"])
+        where = binary_dir / cmd.removeprefix("./") if binary_dir is not None else Path(cmd)
+        command = [str(where), *[str(a) for a in target.get("args", [])]]
+        raw_env = dict(target.get("env", {}))
+        notes.append(f"distribution: binary for {key} from {target.get('archive')}")
+        if binary_dir is None:
+            notes.append("unpack the archive and pass --binary-dir, or fix the command path")
+    else:
+        raise ConfigError(f"{agent_id}: no npx, uvx or binary distribution")
+    env: dict[str, str] = {}
+    for name, value in raw_env.items():
+        if _UNSAFE_ENV.match(name):
+            notes.append(f"dropped environment variable {name} (unsafe to take from a registry)")
+        else:
+            env[name] = str(value)
+    description = str(entry.get("description", ""))
+    version = entry.get("version")
+    if version:
+        description = f"{entry.get('name', agent_id)} {version}: {description}".strip()
+    spec = AgentSpec(
+        agent_id,
+        "acp",
+        tuple(command),
+        env,
+        description=description,
+        source="acp-registry",
+    )
+    return spec, notes
+
+
+def _toml_string(value: str) -> str:
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{escaped}"'
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return _toml_string(value)
+    if isinstance(value, Sequence):
+        return "[" + ", ".join(_toml_value(v) for v in cast(Sequence[Any], value)) + "]"
+    if isinstance(value, Mapping):
+        items = cast(Mapping[str, Any], value).items()
+        return "{ " + ", ".join(f"{_toml_string(k)} = {_toml_value(v)}" for k, v in items) + " }"
+    raise TypeError(f"cannot write {type(value).__name__} as TOML")
+
+
+def to_toml(spec: AgentSpec) -> str:
+    """``spec`` as a ``[agents.NAME]`` table (what ``subagents agents import`` appends)."""
+    lines = [f"[agents.{spec.name}]", f"provider = {_toml_string(spec.provider)}"]
+    if spec.command:
+        lines.append(f"command = {_toml_value(list(spec.command))}")
+    if spec.env:
+        lines.append(f"env = {_toml_value(dict(spec.env))}")
+    for key in ("cwd", "model", "description"):
+        value = getattr(spec, key)
+        if value:
+            lines.append(f"{key} = {_toml_string(value)}")
+    if spec.permission != "deny":
+        lines.append(f"permission = {_toml_string(spec.permission)}")
+    if spec.timeout:
+        lines.append(f"timeout = {spec.timeout!r}")
+    if spec.options:
+        lines.append(f"options = {_toml_value(dict(spec.options))}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,233 @@
+"""Providers from registry entries: the built-in kinds and plugins.
+
+:func:`build_provider` turns an :class:`~subagents.config.AgentSpec` into a provider (use it
+as ``async with provider``): ``acp``, ``codex``, ``claude-code``, ``spawn`` and ``fork`` are
+built in; any other ``provider`` name is looked up in the entry-point group
+``subagents.providers``. A plugin's entry point names a factory, called as
+``factory(spec, context)`` and returning a provider: the loaded object itself is called (an
+instance carrying its own dependencies keeps them: nothing is re-instantiated, copied or
+unwrapped on the way).
+
+Permissions: the entry's ``permission`` decides what the child may do when it asks (an ACP
+``session/request_permission``, a Codex approval, a Claude Code ``can_use_tool``): ``allow``,
+``deny`` (the default), or ``ask``, which calls ``context.ask`` with a
+:class:`PermissionQuestion` (no ``ask`` given: deny).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, cast, final
+
+from .contract import SubagentProvider
+
+if TYPE_CHECKING:
+    from ..config import AgentSpec
+    from ..harness.llm.types import LlmAdapter
+    from ..protocol import acp
+    from ..transports.claude_code import AllowTool, DenyTool, ToolPermissionRequest
+    from ..transports.codex_app_server import ApprovalRequest, Decision
+
+__all__ = (
+    "ENTRY_POINT_GROUP",
+    "BuildContext",
+    "PermissionQuestion",
+    "ProviderFactory",
+    "UnknownProviderKind",
+    "build_provider",
+    "plugin_factories",
+)
+
+ENTRY_POINT_GROUP: Final = "subagents.providers"
+
+
+class UnknownProviderKind(LookupError):
+    """No built-in provider and no plugin has that name."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class PermissionQuestion:
+    """What a child asks to do: ``agent`` (the registry name), ``tool`` (a title), ``detail``
+    (the command or input, rendered for a person)."""
+
+    agent: str
+    tool: str
+    detail: str
+
+
+Asker: TypeAlias = Callable[[PermissionQuestion], Awaitable[bool]]
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class BuildContext:
+    """What a factory may need besides the entry: how to ask for permission."""
+
+    ask: Asker | None = None
+
+
+class ProviderFactory(Protocol):
+    """What a plugin's entry point names."""
+
+    def __call__(self, spec: AgentSpec, context: BuildContext) -> SubagentProvider: ...
+
+
+def plugin_factories() -> dict[str, importlib.metadata.EntryPoint]:
+    """The installed plugins' entry points, by name (not loaded)."""
+    return {ep.name: ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+
+
+async def _decide(spec: AgentSpec, context: BuildContext, tool: str, detail: str) -> bool:
+    if spec.permission == "allow":
+        return True
+    if spec.permission == "deny" or context.ask is None:
+        return False
+    return await context.ask(PermissionQuestion(spec.name, tool, detail))
+
+
+def _acp_policy(
+    spec: AgentSpec, context: BuildContext
+) -> Callable[[acp.RequestPermissionRequest], Awaitable[acp.RequestPermissionOutcome]]:
+    from ..protocol import acp
+
+    async def policy(request: acp.RequestPermissionRequest) -> acp.RequestPermissionOutcome:
+        call = request.tool_call
+        detail = str(call.raw_input) if call.raw_input is not None else ""
+        allowed = await _decide(spec, context, call.title or call.tool_call_id, detail)
+        kinds = ("allow_once", "allow_always") if allowed else ("reject_once", "reject_always")
+        for kind in kinds:
+            for option in request.options:
+                if option.kind == kind:
+                    return acp.SelectedRequestPermissionOutcome(option_id=option.option_id)
+        return acp.CancelledRequestPermissionOutcome()
+
+    return policy
+
+
+def _codex_policy(
+    spec: AgentSpec, context: BuildContext
+) -> Callable[[ApprovalRequest], Awaitable[Decision]]:
+    async def policy(request: ApprovalRequest) -> Decision:
+        tool = "run a command" if request.kind == "commandExecution" else "change files"
+        detail = request.command or request.reason or ""
+        return "accept" if await _decide(spec, context, tool, detail) else "decline"
+
+    return policy
+
+
+def _claude_policy(
+    spec: AgentSpec, context: BuildContext
+) -> Callable[[ToolPermissionRequest], Awaitable[AllowTool | DenyTool]]:
+    from ..transports.claude_code import AllowTool, DenyTool
+
+    async def policy(request: ToolPermissionRequest) -> AllowTool | DenyTool:
+        detail = str(request.input.get("command") or request.description or request.input)
+        if await _decide(spec, context, request.tool_name, detail):
+            return AllowTool()
+        return DenyTool(f"{request.tool_name} was not allowed")
+
+    return policy
+
+
+def _env(spec: AgentSpec) -> dict[str, str] | None:
+    return dict(spec.env) if spec.env else None
+
+
+def model_adapter(spec: AgentSpec) -> LlmAdapter:
+    """The model adapter of a ``spawn``/``fork`` entry (``options.adapter``: ``offline``, the
+    default, ``anthropic`` or ``openai``; ``options.base_url``, ``options.api_key_env``,
+    ``options.tick``; ``model``)."""
+    from ..config import ConfigError
+    from ..harness.llm.select import AdapterConfigError, make_adapter
+
+    options: Mapping[str, Any] = spec.options
+    base_url = options.get("base_url")
+    api_key_env = options.get("api_key_env")
+    try:
+        return make_adapter(
+            str(options.get("adapter", "offline")),
+            model=spec.model,
+            base_url=str(base_url) if base_url else None,
+            api_key_env=str(api_key_env) if api_key_env else None,
+            tick=float(options.get("tick", 0.1)),
+        )
+    except AdapterConfigError as exc:
+        raise ConfigError(f"{spec.name}: {exc}") from exc
+
+
+def build_provider(spec: AgentSpec, context: BuildContext | None = None) -> SubagentProvider:
+    """The provider for ``spec``, named ``spec.name`` (see the module docstring). Raises
+    :class:`UnknownProviderKind` for a name no built-in or plugin has, and
+    :class:`~subagents.config.ConfigError` for an entry the provider cannot use."""
+    context = context or BuildContext()
+    kind = spec.provider
+    cwd = spec.cwd
+    if kind == "acp":
+        from .acp import AcpProvider
+
+        return AcpProvider(
+            spec.command,
+            name=spec.name,
+            cwd=cwd,
+            env=_env(spec),
+            permission_policy=_acp_policy(spec, context),
+            auth_method=cast("str | None", spec.options.get("auth_method")),
+            initialize_timeout=spec.startup_timeout,
+        )
+    if kind == "codex":
+        from .codex import CodexProvider
+
+        return CodexProvider(
+            spec.command,
+            name=spec.name,
+            cwd=cwd,
+            env=_env(spec),
+            model=spec.model,
+            approval_policy=_codex_policy(spec, context),
+            startup_timeout=spec.startup_timeout,
+        )
+    if kind == "claude-code":
+        from ..transports.claude_code import ClaudeOptions
+        from .claude_code import ClaudeCodeProvider
+
+        if not spec.model:
+            from ..config import ConfigError
+
+            raise ConfigError(f"{spec.name}: claude-code needs a model")
+        return ClaudeCodeProvider(
+            spec.command[0],
+            ClaudeOptions(model=spec.model, extra_args=tuple(spec.command[1:])),
+            name=spec.name,
+            cwd=cwd,
+            env=_env(spec),
+            permission_policy=_claude_policy(spec, context),
+            startup_timeout=spec.startup_timeout,
+        )
+    if kind in ("spawn", "fork"):
+        from pathlib import Path
+
+        from ..harness.runtime import AgentRuntime
+        from ..harness.session import SessionStore
+        from .fork import ForkProvider
+        from .spawn import SpawnProvider
+
+        sessions = spec.options.get("sessions")
+        runtime = AgentRuntime(
+            model_adapter(spec),
+            sessions=SessionStore(Path(str(sessions)) if sessions else None),
+        )
+        cls = SpawnProvider if kind == "spawn" else ForkProvider
+        return cls(runtime, name=spec.name)
+    plugins = plugin_factories()
+    entry_point = plugins.get(kind)
+    if entry_point is None:
+        known = ", ".join(["acp", "codex", "claude-code", "spawn", "fork", *sorted(plugins)])
+        raise UnknownProviderKind(
+            f"{spec.name}: no provider kind {kind!r} (known: {known}); a plugin provides one "
+            f"through the entry-point group {ENTRY_POINT_GROUP!r}"
+        )
+    factory = cast(ProviderFactory, entry_point.load())
+    return factory(spec, context)

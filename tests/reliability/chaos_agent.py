@@ -11,14 +11,14 @@ message chunks ``"chunk i"``, then ``end_turn``), ``session/cancel`` honoured. `
 ``garbage``          before each frame, a line that is not JSON and one that is not UTF-8.
 ``huge-line``        after 2 chunks, one ``session/update`` line of ARG MiB (default 100).
 ``crash-after``      exit 3 after ARG updates (default 3), mid-prompt, saying so on stderr.
-``hang``             never answer ``session/prompt`` (updates stop after 2 chunks).
+``hang``             never answer ``session/prompt``, cancelled or not (updates stop after 2).
 ``hang-init``        never answer ``initialize``.
 ``ignore-cancel``    keep streaming after ``session/cancel``, never answer ``cancelled``.
 ``stderr-flood``     write ARG MB (default 100) to stderr during the prompt, then answer.
 ``exit-during-init`` exit 4 as soon as ``initialize`` arrives, without answering it.
 ``no-eof-exit``      ignore stdin EOF (and SIGTERM is honoured: the ladder must stop it).
 ``grandchild``       start a grandchild that ignores SIGTERM (it writes its pid to ARG).
-``wrong-ids``        answer ``session/prompt`` with an id that was never sent, then stall.
+``wrong-ids``        answer ``session/prompt`` (cancelled or not) with an id that was never sent.
 ``duplicate``        answer ``session/prompt`` twice (the same id).
 ``answer-notify``    answer the ``session/cancel`` notification (which has no id).
 ``storm``            send ARG requests (default 2000) ``fs/read_text_file`` during the prompt
@@ -89,7 +89,7 @@ def prompt(request_id: Any, session_id: str) -> None:
             sys.stderr.buffer.write(block)
         sys.stderr.buffer.flush()
     for index in range(1, UPDATES + 1):
-        if session_id in cancelled and FAULT != "ignore-cancel":
+        if session_id in cancelled and FAULT not in ("ignore-cancel", "hang", "wrong-ids"):
             answer(request_id, {"stopReason": "cancelled"})
             return
         if FAULT == "crash-after" and index > int(ARG or 3):

@@ -153,6 +153,7 @@ class AcpProvider(ChildProvider):
         permission_policy: PermissionPolicy = reject_policy,
         auth_method: str | None = None,
         initialize_timeout: float = 30.0,
+        cancel_timeout: float = 10.0,
         progress_capacity: int = 256,
     ) -> None:
         if not command:
@@ -165,6 +166,10 @@ class AcpProvider(ChildProvider):
         self.permission_policy = permission_policy
         self.auth_method = auth_method
         self.initialize_timeout = initialize_timeout
+        self.cancel_timeout = cancel_timeout
+        """How long a cancelled turn may take to be answered before the run stops waiting
+        (it settles ``cancelled`` saying so; an agent that ignores the cancel cannot hold a
+        run)."""
         self._progress_capacity = progress_capacity
 
     @property
@@ -182,6 +187,7 @@ class AcpProvider(ChildProvider):
             inherit_env=self.inherit_env,
             permission_policy=self.permission_policy,
             initialize_timeout=self.initialize_timeout,
+            cancel_timeout=self.cancel_timeout,
             name=self._name,
         ) as agent:
             if self.auth_method is not None:
@@ -234,6 +240,9 @@ async def run_turn(
         async def forward_cancel() -> None:
             await cancel.wait()
             await session.cancel()
+            # An agent that ignores session/cancel must not hold the run forever.
+            await anyio.sleep(session.connection.cancel_timeout)
+            turn.abandon()
 
         tg.start_soon(forward_cancel)
         async for update in turn:
@@ -255,6 +264,13 @@ async def run_turn(
             response = await turn.result()
         except ConnectionClosedError as exc:
             failure = SubagentOutcome.failed(child_id, "infrastructure", str(exc), exc)
+        except TimeoutError:  # abandoned: the agent never confirmed the cancel
+            timeout = session.connection.cancel_timeout
+            failure = SubagentOutcome.cancelled(
+                child_id,
+                f"{cancel.reason or 'cancelled'} (the agent did not confirm the cancel within "
+                f"{timeout:g} s; stopped waiting)",
+            )
         except RPCError as exc:
             kind = "prompt" if exc.code in (-32600, -32602) else "turn"
             failure = SubagentOutcome.failed(child_id, kind, f"the agent answered {exc}", exc)

@@ -233,6 +233,13 @@ class PromptTurn:
             "session/cancel", to_wire(acp.CancelNotification(session_id=self._session.session_id))
         )
 
+    def abandon(self) -> None:
+        """Stop waiting for this turn's answer, for an agent that ignores ``session/cancel``:
+        the updates end and :meth:`result` raises ``TimeoutError``; a late answer is ignored.
+        (Leaving the turn's block does this by itself after ``cancel_timeout``.)"""
+        if not self._done.is_set() and self._request_scope is not None:
+            self._request_scope.cancel()
+
     # -- lifecycle
 
     async def _run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:

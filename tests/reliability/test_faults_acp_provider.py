@@ -42,15 +42,17 @@ async def settle(
 ) -> tuple[SubagentOutcome, list[str]]:
     texts: list[str] = []
     signal = CancelSignal()
-    async with provider(fault, *args) as made:
-        async with await made.start(SubagentRequest("go"), cancel=signal) as run:
-            feed = run.progress()
-            assert feed is not None
-            async for event in feed:
-                texts.append(event.text)
-                if cancel_after_chunks is not None and len(texts) == cancel_after_chunks:
-                    signal.cancel("enough")
-            outcome = await run.result()
+    async with (
+        provider(fault, *args) as made,
+        await made.start(SubagentRequest("go"), cancel=signal) as run,
+    ):
+        feed = run.progress()
+        assert feed is not None
+        async for event in feed:
+            texts.append(event.text)
+            if cancel_after_chunks is not None and len(texts) == cancel_after_chunks:
+                signal.cancel("enough")
+        outcome = await run.result()
     return outcome, texts
 
 

@@ -1,0 +1,173 @@
+"""What ``subagents run`` shows: live text, one-line status notes, the outcome; or JSON lines.
+
+Human mode: the child's text goes to stdout as it arrives (flushed per chunk, byte for byte:
+nothing is added to it); everything else is a note on stderr (``  · tool: ...``). When stdout
+and stderr share a screen, a note must not land in the middle of a line of text, so a note
+written while the text's line is open starts with a newline (on stderr: stdout stays exactly
+the child's text). Consecutive thought chunks share one ``  · thought: ...`` line.
+
+JSON mode (``--json``): one object per line on stdout and nothing else there; notes still go
+to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Final, TextIO, final
+
+from ..protocol.jsonrpc import JsonValue
+from ..providers.contract import ProgressEvent, SubagentOutcome
+
+__all__ = ("Console", "format_seconds")
+
+_NOTE_WIDTH: Final = 160
+
+
+def format_seconds(seconds: float) -> str:
+    """``0.5``, ``2``, ``1.2``: short, no trailing zeros."""
+    text = f"{seconds:.2f}" if seconds < 1 else f"{seconds:.1f}"
+    return text.rstrip("0").rstrip(".") or "0"
+
+
+def _one_line(text: str, width: int = _NOTE_WIDTH) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def _status_of(data: Mapping[str, JsonValue] | None) -> str | None:
+    if not data:
+        return None
+    for key in ("status", "phase"):
+        value = data.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+@final
+class Console:
+    """Renders one run on ``out`` (stdout) and ``err`` (stderr)."""
+
+    def __init__(self, out: TextIO, err: TextIO, *, json_mode: bool) -> None:
+        self.out = out
+        self.err = err
+        self.json_mode = json_mode
+        self._text_open = False  # stdout's last text did not end a line
+        self._thought_open = False  # a thought line is open on stderr
+        self._last_note: str | None = None  # the note just written (repeats are dropped)
+
+    # -- JSON ----------------------------------------------------------------------------------
+
+    def event(self, payload: Mapping[str, JsonValue]) -> None:
+        """One JSON line on stdout (JSON mode only)."""
+        if self.json_mode:
+            self.out.write(json.dumps(payload, ensure_ascii=False, default=str) + "\n")
+            self.out.flush()
+
+    # -- stderr notes --------------------------------------------------------------------------
+
+    def _close_thought(self) -> None:
+        if self._thought_open:
+            self.err.write("\n")
+            self._thought_open = False
+
+    def _fresh_line(self) -> None:
+        """Make stderr's next write start a screen line of its own."""
+        self._close_thought()
+        if self._text_open:
+            self.err.write("\n")
+            self._text_open = False
+
+    def note(self, text: str) -> None:
+        """A one-line status note on stderr (``  · TEXT``)."""
+        line = f"  · {_one_line(text)}"
+        if line == self._last_note and not self._text_open and not self._thought_open:
+            return
+        self._fresh_line()
+        self.err.write(line + "\n")
+        self.err.flush()
+        self._last_note = line
+
+    def line(self, text: str) -> None:
+        """A line of our own on stderr (outcome, cancelling...)."""
+        self._last_note = None
+        self._fresh_line()
+        self.err.write(f"{text}\n")
+        self.err.flush()
+
+    def prompt(self, text: str) -> None:
+        """A question on stderr, the cursor left after it."""
+        self._last_note = None
+        self._fresh_line()
+        self.err.write(text)
+        self.err.flush()
+
+    # -- progress ------------------------------------------------------------------------------
+
+    def progress(self, event: ProgressEvent) -> None:
+        if self.json_mode:
+            data = dict(event.data) if event.data is not None else None
+            self.event({"event": "progress", "kind": event.kind, "text": event.text, "data": data})
+            return
+        if event.kind == "text":
+            if not event.text:
+                return
+            self._close_thought()
+            self._last_note = None
+            self.err.flush()
+            self.out.write(event.text)
+            self.out.flush()
+            self._text_open = not event.text.endswith("\n")
+            return
+        if event.kind == "thought":
+            text = event.text.replace("\r", " ").replace("\n", " ")
+            if not text.strip():
+                return
+            if self._thought_open:
+                self.err.write(text)
+            else:
+                text = text.lstrip()
+                self._fresh_line()
+                self.err.write(f"  · thought: {text}")
+                self._thought_open = True
+            self.err.flush()
+            return
+        status = _status_of(event.data)
+        suffix = f" [{status}]" if status else ""
+        if event.kind == "tool_call":
+            self.note(f"tool: {event.text}{suffix}")
+        elif event.kind == "plan":
+            self.note(f"plan: {event.text}{suffix}")
+        elif event.text:
+            self.note(f"{event.text}{suffix}")
+
+    def progress_text(self, output: JsonValue) -> None:
+        """A result that came with no live text: shown once at the end (human mode)."""
+        if self.json_mode:
+            return
+        text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+        self.progress(ProgressEvent("text", text))
+
+    # -- the end -------------------------------------------------------------------------------
+
+    def outcome(self, outcome: SubagentOutcome, elapsed: float) -> None:
+        if self.json_mode:
+            self.event(
+                {
+                    "event": "outcome",
+                    "status": outcome.status,
+                    "output": outcome.output,
+                    "failure_kind": outcome.failure_kind,
+                    "message": outcome.message,
+                    "elapsed": round(elapsed, 3),
+                }
+            )
+            return
+        if outcome.status == "completed":
+            self.line(f"[completed in {format_seconds(elapsed)} s]")
+        elif outcome.status == "cancelled":
+            self.line(f"[cancelled: {_one_line(outcome.message or 'cancelled', 400)}]")
+        else:
+            kind = outcome.failure_kind or "turn"
+            self.line(f"[failed ({kind}): {_one_line(outcome.message or 'failed', 400)}]")

@@ -1,0 +1,406 @@
+"""``subagents run AGENT [PROMPT]``: one delegation through any configured agent, live.
+
+The agent is a registry entry (``subagents agents`` lists them; ``--config FILE`` adds
+files). The prompt is the argument, or all of stdin (``-`` or no argument). The child's text
+streams to stdout as it arrives; tool calls, plans and thoughts are one-line notes on stderr;
+the outcome ends it (``[completed in 1.2 s]``). ``--json`` prints one JSON object per line
+instead (``started``, ``progress``, ``permission``, ``outcome``, or ``error``).
+
+Permissions: ``--yes`` allows every request, ``--deny`` denies them all; otherwise the
+entry's ``permission``, where ``ask`` asks on the terminal (and denies when there is none).
+
+The first Ctrl-C cancels the child's turn (the run's signal); a second one stops the child at
+once. ``--timeout`` (or the entry's ``timeout``) cancels the turn when it runs out.
+
+Exit status: 0 completed, 1 failed (or could not start), 2 bad usage, unknown agent or bad
+configuration, 124 timed out, 130 cancelled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Final, TextIO, cast, final
+
+import anyio
+
+from ..config import AgentSpec, ConfigError, Permission, load_agents
+from ..providers.contract import (
+    CancelSignal,
+    SubagentError,
+    SubagentErrorCode,
+    SubagentOutcome,
+    SubagentProvider,
+    SubagentRequest,
+)
+from ._common import EXIT_CANCELLED, EXIT_FAILED, EXIT_TIMEOUT, EXIT_USAGE, error_line
+from ._run_console import Console, format_seconds
+from ._run_permissions import Permissions
+
+__all__ = ("RunOptions", "add_parser", "run", "run_async")
+
+INTERRUPTED: Final = "interrupted (Ctrl-C)"
+STOP_GRACE: Final = 10.0
+"""Seconds the child has to end its turn once cancelled before it is stopped outright."""
+
+
+def add_parser(commands: Any) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "run",
+        help="run one delegation through a configured agent and stream it",
+        description=(
+            "Run PROMPT through the agent AGENT (a registry entry: see `subagents agents`). "
+            "The agent's text streams to stdout; tool calls, plans and the outcome are noted "
+            "on stderr. Ctrl-C cancels the turn; a second Ctrl-C stops the agent. Exit status: "
+            "0 completed, 1 failed, 2 usage or configuration error, 124 timed out, "
+            "130 cancelled."
+        ),
+    )
+    parser.add_argument("agent", metavar="AGENT", help="the agent's name in the registry")
+    parser.add_argument(
+        "prompt",
+        metavar="PROMPT",
+        nargs="?",
+        help="the task (omitted or '-': read it from stdin)",
+    )
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        action="append",
+        default=[],
+        help="a registry file read after the default ones (repeatable)",
+    )
+    policy = parser.add_mutually_exclusive_group()
+    policy.add_argument("-y", "--yes", action="store_true", help="allow every permission request")
+    policy.add_argument("--deny", action="store_true", help="deny every permission request")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object per line on stdout (started, progress, permission, "
+        "outcome or error)",
+    )
+    parser.add_argument("--model", metavar="NAME", help="the model (overrides the entry's)")
+    parser.add_argument(
+        "--timeout",
+        metavar="SECONDS",
+        type=float,
+        help="cancel the turn after this long (overrides the entry's timeout; 0: no limit)",
+    )
+    parser.add_argument(
+        "--cwd", metavar="DIR", help="the agent's working directory (overrides the entry's)"
+    )
+    return parser
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """A checked ``subagents run`` invocation."""
+
+    spec: AgentSpec
+    prompt: str
+    policy: Permission
+    why: str
+    """Where the permission policy comes from, for notes."""
+    interactive: bool
+    """Whether an ``ask`` policy may ask on the terminal."""
+    json_mode: bool = False
+    timeout: float | None = None
+
+
+class _UsageError(Exception):
+    def __init__(self, code: str, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.hint = hint
+
+
+def _isatty(stream: TextIO | None) -> bool:
+    try:
+        return stream is not None and stream.isatty()
+    except (OSError, ValueError):
+        return False
+
+
+def _read_prompt(argument: str | None) -> tuple[str, bool]:
+    """The prompt and whether it came from stdin."""
+    if argument is not None and argument != "-":
+        return argument, False
+    stdin: TextIO | None = sys.stdin
+    if stdin is None or stdin.closed:
+        raise _UsageError("USAGE", "no prompt: give PROMPT, or pipe it on stdin")
+    if _isatty(stdin):
+        raise _UsageError(
+            "USAGE",
+            "no prompt: give PROMPT, or pipe it on stdin (stdin is a terminal)",
+            hint='subagents run AGENT "your task"  or  echo "your task" | subagents run AGENT -',
+        )
+    return stdin.read(), True
+
+
+def _options(args: argparse.Namespace) -> RunOptions:
+    extra = [Path(p) for p in args.config]
+    try:
+        agents = load_agents(extra)
+    except ConfigError as exc:
+        raise _UsageError("CONFIG_ERROR", f"bad configuration: {exc}") from exc
+    name: str = args.agent
+    spec = agents.get(name)
+    if spec is None:
+        raise _UsageError(
+            "UNKNOWN_AGENT",
+            f"no agent named {name!r} (known: {', '.join(sorted(agents))})",
+            hint="`subagents agents` describes them; add one in subagents.toml or --config FILE",
+        )
+    timeout = args.timeout if args.timeout is not None else spec.timeout
+    if timeout is not None and (timeout != timeout or timeout < 0):
+        raise _UsageError("USAGE", f"--timeout: expected seconds >= 0, not {args.timeout}")
+    if args.cwd is not None:
+        cwd = Path(args.cwd).expanduser()
+        if not cwd.is_dir():
+            raise _UsageError("USAGE", f"--cwd: {args.cwd} is not a directory")
+        spec = replace(spec, cwd=str(cwd.resolve()))
+    if args.model:
+        spec = spec.with_overrides(model=args.model)
+    prompt, from_stdin = _read_prompt(args.prompt)
+    if not prompt.strip():
+        raise _UsageError("USAGE", "the prompt is empty")
+    policy: Permission
+    if args.yes:
+        policy, why = "allow", "--yes"
+    elif args.deny:
+        policy, why = "deny", "--deny"
+    else:
+        policy = spec.permission
+        where = "the default" if spec.source == "built-in" else f"from {spec.source}"
+        why = f'permission = "{policy}", {where}'
+    interactive = policy == "ask" and not from_stdin and _isatty(sys.stdin) and _isatty(sys.stdout)
+    return RunOptions(
+        spec=spec,
+        prompt=prompt,
+        policy=policy,
+        why=why,
+        interactive=interactive,
+        json_mode=bool(args.json),
+        timeout=timeout or None,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """``subagents run``: the exit status (see the module docstring)."""
+    try:
+        return _run(args)
+    except KeyboardInterrupt:  # before the Ctrl-C handler is in place (reading stdin, say)
+        return EXIT_CANCELLED
+
+
+def _run(args: argparse.Namespace) -> int:
+    debug = bool(getattr(args, "debug", False))
+    try:
+        options = _options(args)
+    except _UsageError as exc:
+        if args.json:
+            Console(sys.stdout, sys.stderr, json_mode=True).event(
+                {"event": "error", "code": exc.code, "message": exc.message}
+            )
+        error_line("run", exc.message, hint=exc.hint, exc=exc.__cause__ or exc, debug=debug)
+        return EXIT_USAGE
+    try:
+        return anyio.run(run_async, options, sys.stdout, sys.stderr, debug)
+    except Exception as exc:
+        error_line(
+            "run",
+            f"{options.spec.name}: unexpected error: {_leaf(exc)}",
+            hint="rerun with --debug to see the traceback" if not debug else None,
+            exc=exc,
+            debug=debug,
+        )
+        return EXIT_FAILED
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    leaf: BaseException = exc
+    while isinstance(leaf, BaseExceptionGroup):
+        inner = cast("BaseExceptionGroup[BaseException]", leaf).exceptions
+        if not inner:
+            break
+        leaf = inner[0]
+    return cast("BaseException", leaf)
+
+
+@final
+class _Stops:
+    """What ended the run early: the signal's reason, a timeout, a hard stop."""
+
+    def __init__(self) -> None:
+        self.timed_out = False
+        self.hard = anyio.CancelScope()
+        """Cancelled to stop the child at once (second Ctrl-C, or the grace ran out)."""
+        self.hard_reason = ""
+
+    def stop(self, reason: str) -> None:
+        if not self.hard.cancel_called:
+            self.hard_reason = reason
+            self.hard.cancel()
+
+
+async def _watch_interrupts(
+    cancel: CancelSignal,
+    stops: _Stops,
+    console: Console,
+    *,
+    task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    with anyio.open_signal_receiver(signal.SIGINT) as signals:
+        task_status.started()
+        async for _ in signals:
+            if not cancel.cancelled:
+                cancel.cancel(INTERRUPTED)
+                console.line("cancelling... (Ctrl-C again to stop the agent)")
+            else:
+                console.line("stopping the agent...")
+                stops.stop(f"{cancel.reason}; the agent was stopped (Ctrl-C again)")
+                return
+
+
+async def _time_out(seconds: float, cancel: CancelSignal, stops: _Stops) -> None:
+    await anyio.sleep(seconds)
+    if not cancel.cancelled:
+        stops.timed_out = True
+        cancel.cancel(f"timed out after {format_seconds(seconds)} s")
+
+
+async def _stop_after_grace(cancel: CancelSignal, stops: _Stops, console: Console) -> None:
+    await cancel.wait()
+    await anyio.sleep(STOP_GRACE)
+    console.note(
+        f"the agent did not end its turn {format_seconds(STOP_GRACE)} s after "
+        "the cancellation; stopping it"
+    )
+    stops.stop(f"{cancel.reason}; the agent did not stop in time and was stopped")
+
+
+def _start_hint(spec: AgentSpec, exc: BaseException) -> str | None:
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, FileNotFoundError) or (
+            isinstance(cause, OSError) and "No such file" in str(cause)
+        ):
+            return (
+                f"{spec.command[0] if spec.command else spec.name!r} is not installed: run "
+                "./scripts/setup or install it (or fix the entry's command)"
+            )
+        cause = cause.__cause__
+    if "auth" in str(exc).lower():
+        return f"{spec.name} needs credentials: log in with it, or set its API key"
+    if spec.command:
+        return f"check the entry's command ({' '.join(spec.command)}), or rerun with --debug"
+    return "rerun with --debug for details"
+
+
+def _exit_status(outcome: SubagentOutcome, stops: _Stops) -> int:
+    if outcome.status == "completed":
+        return 0
+    if outcome.status == "failed":
+        return EXIT_FAILED
+    return EXIT_TIMEOUT if stops.timed_out else EXIT_CANCELLED
+
+
+async def run_async(options: RunOptions, out: TextIO, err: TextIO, debug: bool = False) -> int:
+    """Run the delegation of ``options``, rendering it on ``out``/``err``; the exit status.
+
+    Must run in the main thread (it handles SIGINT)."""
+    from ..providers.factory import BuildContext, UnknownProviderKind, build_provider
+
+    console = Console(out, err, json_mode=options.json_mode)
+    cancel = CancelSignal()
+    stops = _Stops()
+    permissions = Permissions(
+        console,
+        policy=options.policy,
+        why=options.why,
+        interactive=options.interactive,
+        cancel=cancel,
+    )
+    spec = options.spec
+    try:
+        # Every request comes to ``permissions``, which applies the effective policy.
+        provider = build_provider(
+            spec.with_overrides(permission="ask"), BuildContext(ask=permissions)
+        )
+    except (ConfigError, UnknownProviderKind) as exc:
+        console.event({"event": "error", "code": "CONFIG_ERROR", "message": str(exc)})
+        error_line("run", f"bad configuration: {exc}", exc=exc, debug=debug)
+        return EXIT_USAGE
+    async with anyio.create_task_group() as tg:
+        await tg.start(_watch_interrupts, cancel, stops, console)
+        if options.timeout:
+            tg.start_soon(_time_out, options.timeout, cancel, stops)
+        tg.start_soon(_stop_after_grace, cancel, stops, console)
+        try:
+            return await _delegate(provider, options, console, cancel, stops, debug)
+        finally:
+            tg.cancel_scope.cancel()
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def _delegate(
+    provider: SubagentProvider,
+    options: RunOptions,
+    console: Console,
+    cancel: CancelSignal,
+    stops: _Stops,
+    debug: bool,
+) -> int:
+    from ..providers.fork import ForkProvider
+
+    spec = options.spec
+    started = anyio.current_time()
+    outcome: SubagentOutcome | None = None
+    child_id = ""
+    streamed = False
+    async with provider:  # pyright: ignore[reportGeneralTypeIssues]
+        with stops.hard:
+            parent: str | None = None
+            if isinstance(provider, ForkProvider):
+                parent = provider.runtime.root_agent().id
+            request = SubagentRequest(
+                options.prompt, description=f"subagents run {spec.name}", parent_session=parent
+            )
+            try:
+                child = await provider.start(request, cancel=cancel)
+            except SubagentError as exc:
+                if exc.code is not SubagentErrorCode.CANCELLED:
+                    cause = exc.__cause__
+                    message = str(cause) if cause is not None else exc.message
+                    console.event({"event": "error", "code": exc.code.value, "message": message})
+                    error_line(
+                        "run",
+                        f"{spec.name} could not start: {message}",
+                        hint=_start_hint(spec, exc),
+                        exc=exc,
+                        debug=debug,
+                    )
+                    return EXIT_FAILED
+                outcome = SubagentOutcome.cancelled("", cancel.reason or "cancelled")
+            else:
+                async with child:
+                    child_id = child.id
+                    console.event({"event": "started", "agent": spec.name, "child_id": child_id})
+                    events = child.progress()
+                    if events is not None:
+                        async for event in events:
+                            streamed = streamed or (event.kind == "text" and bool(event.text))
+                            console.progress(event)
+                    outcome = await child.result()
+    if outcome is None:  # stopped outright
+        outcome = SubagentOutcome.cancelled(child_id, stops.hard_reason or "stopped")
+    elif outcome.status == "completed" and not streamed and outcome.output is not None:
+        # Nothing came live: show the result itself.
+        console.progress_text(outcome.output)
+    console.outcome(outcome, anyio.current_time() - started)
+    return _exit_status(outcome, stops)

@@ -46,6 +46,7 @@ __all__ = (
     "config_paths",
     "from_acp_registry",
     "load_agents",
+    "parse_agents",
     "to_toml",
 )
 
@@ -135,10 +136,12 @@ def _entry(name: str, data: Mapping[str, Any], source: str) -> AgentSpec:
     if permission not in ("ask", "allow", "deny"):
         raise ConfigError(f"{where}.permission: expected ask, allow or deny")
     timeout = data.get("timeout")
-    if timeout is not None and (not isinstance(timeout, int | float) or timeout < 0):
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0
+    ):
         raise ConfigError(f"{where}.timeout: expected seconds (a number >= 0)")
     startup = data.get("startup_timeout", 60.0)
-    if not isinstance(startup, int | float) or startup <= 0:
+    if isinstance(startup, bool) or not isinstance(startup, int | float) or startup <= 0:
         raise ConfigError(f"{where}.startup_timeout: expected seconds (a number > 0)")
     options = data.get("options", {})
     if not isinstance(options, dict):
@@ -258,10 +261,11 @@ def load_agents(
     """The registry: built-ins, then the default files (when ``defaults``), then ``extra``;
     a later entry replaces an earlier one of the same name."""
     agents = builtin_agents()
-    paths = [*(config_paths(cwd) if defaults else []), *extra]
-    for path in paths:
+    explicit = list(extra)
+    paths = [*(config_paths(cwd) if defaults else []), *explicit]
+    for index, path in enumerate(paths):
         if not path.exists():
-            if path in extra:
+            if index >= len(paths) - len(explicit):
                 raise ConfigError(f"{path}: no such file")
             continue
         try:
@@ -293,44 +297,13 @@ def from_acp_registry(
         raise ConfigError(f"{agent_id}: the registry entry has no distribution")
     distribution = cast(dict[str, Any], distribution)
     notes: list[str] = []
-    command: list[str]
-    raw_env: dict[str, Any]
-    if "npx" in distribution:
-        npx = cast(dict[str, Any], distribution["npx"])
-        package = str(npx["package"])
-        args = [str(a) for a in npx.get("args", [])]
-        cmd = npx.get("cmd")
-        command = ["npx", "-y", package, *args]
-        if cmd:
-            command = ["npx", "-y", "--package", package, str(cmd), *args]
-        raw_env = dict(npx.get("env", {}))
-        notes.append(f"distribution: npx {package}")
-    elif "uvx" in distribution:
-        uvx = cast(dict[str, Any], distribution["uvx"])
-        package = str(uvx["package"])
-        cmd = str(uvx.get("cmd") or package)
-        command = ["uvx", "--from", package, cmd, *[str(a) for a in uvx.get("args", [])]]
-        raw_env = dict(uvx.get("env", {}))
-        notes.append(f"distribution: uvx {package}")
-    elif "binary" in distribution:
-        binaries = cast(dict[str, Any], distribution["binary"])
-        key = _platform_key()
-        target = binaries.get(key)
-        if not isinstance(target, dict):
-            raise ConfigError(
-                f"{agent_id}: no binary for this platform ({key}); it has "
-                f"{', '.join(sorted(binaries)) or 'none'}"
-            )
-        target = cast(dict[str, Any], target)
-        cmd = str(target["cmd"])
-        where = binary_dir / cmd.removeprefix("./") if binary_dir is not None else Path(cmd)
-        command = [str(where), *[str(a) for a in target.get("args", [])]]
-        raw_env = dict(target.get("env", {}))
-        notes.append(f"distribution: binary for {key} from {target.get('archive')}")
-        if binary_dir is None:
-            notes.append("unpack the archive and pass --binary-dir, or fix the command path")
-    else:
-        raise ConfigError(f"{agent_id}: no npx, uvx or binary distribution")
+    try:
+        command, raw_env, note = _launch(agent_id, distribution, binary_dir)
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise ConfigError(f"{agent_id}: malformed distribution ({exc!r})") from exc
+    notes.append(note)
+    if binary_dir is None and "npx" not in distribution and "uvx" not in distribution:
+        notes.append("unpack the archive and pass --binary-dir, or fix the command path")
     env: dict[str, str] = {}
     for name, value in raw_env.items():
         if _UNSAFE_ENV.match(name):
@@ -352,8 +325,57 @@ def from_acp_registry(
     return spec, notes
 
 
+def _launch(
+    agent_id: str, distribution: Mapping[str, Any], binary_dir: Path | None
+) -> tuple[list[str], dict[str, Any], str]:
+    """The command, raw environment and a note for the preferred distribution."""
+    command: list[str]
+    raw_env: dict[str, Any]
+    if "npx" in distribution:
+        npx = cast(dict[str, Any], distribution["npx"])
+        package = str(npx["package"])
+        args = [str(a) for a in npx.get("args", [])]
+        cmd = npx.get("cmd")
+        command = ["npx", "-y", package, *args]
+        if cmd:
+            command = ["npx", "-y", "--package", package, str(cmd), *args]
+        raw_env = dict(npx.get("env", {}))
+        note = f"distribution: npx {package}"
+    elif "uvx" in distribution:
+        uvx = cast(dict[str, Any], distribution["uvx"])
+        package = str(uvx["package"])
+        cmd = str(uvx.get("cmd") or package)
+        command = ["uvx", "--from", package, cmd, *[str(a) for a in uvx.get("args", [])]]
+        raw_env = dict(uvx.get("env", {}))
+        note = f"distribution: uvx {package}"
+    elif "binary" in distribution:
+        binaries = cast(dict[str, Any], distribution["binary"])
+        key = _platform_key()
+        target = binaries.get(key)
+        if not isinstance(target, dict):
+            raise ConfigError(
+                f"{agent_id}: no binary for this platform ({key}); it has "
+                f"{', '.join(sorted(binaries)) or 'none'}"
+            )
+        target = cast(dict[str, Any], target)
+        cmd = str(target["cmd"])
+        # Without binary_dir the command stays as written: ``str(Path("./agent"))`` would be
+        # ``agent``, a PATH lookup instead of the unpacked file.
+        where = str(binary_dir / cmd.removeprefix("./")) if binary_dir is not None else cmd
+        command = [where, *[str(a) for a in target.get("args", [])]]
+        raw_env = dict(target.get("env", {}))
+        note = f"distribution: binary for {key} from {target.get('archive')}"
+    else:
+        raise ConfigError(f"{agent_id}: no npx, uvx or binary distribution")
+    return command, raw_env, note
+
+
 def _toml_string(value: str) -> str:
-    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    escaped = "".join(
+        {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t"}.get(char)
+        or (f"\\u{ord(char):04x}" if ord(char) < 0x20 or ord(char) == 0x7F else char)
+        for char in value
+    )
     return f'"{escaped}"'
 
 
@@ -374,7 +396,8 @@ def _toml_value(value: Any) -> str:
 
 def to_toml(spec: AgentSpec) -> str:
     """``spec`` as a ``[agents.NAME]`` table (what ``subagents agents import`` appends)."""
-    lines = [f"[agents.{spec.name}]", f"provider = {_toml_string(spec.provider)}"]
+    key = spec.name if re.match(r"^[A-Za-z0-9_-]+$", spec.name) else _toml_string(spec.name)
+    lines = [f"[agents.{key}]", f"provider = {_toml_string(spec.provider)}"]
     if spec.command:
         lines.append(f"command = {_toml_value(list(spec.command))}")
     if spec.env:
@@ -387,6 +410,8 @@ def to_toml(spec: AgentSpec) -> str:
         lines.append(f"permission = {_toml_string(spec.permission)}")
     if spec.timeout:
         lines.append(f"timeout = {spec.timeout!r}")
+    if spec.startup_timeout != 60.0:
+        lines.append(f"startup_timeout = {spec.startup_timeout!r}")
     if spec.options:
         lines.append(f"options = {_toml_value(dict(spec.options))}")
     return "\n".join(lines) + "\n"

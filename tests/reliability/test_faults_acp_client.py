@@ -252,3 +252,17 @@ async def test_a_request_storm_from_the_agent_is_answered_and_the_turn_ends() ->
             chunks, stop = await prompt_all(agent)
     assert (chunks, stop) == (["storm of 2000 requests answered"], "end_turn")
     assert_no_leak(before)
+
+
+@pytest.mark.parametrize("attempt", range(3))
+async def test_an_agent_gone_before_the_first_write_is_named_by_its_exit(attempt: int) -> None:
+    """A child that closed its stdin and exited before initialize was written: the error is
+    its exit status and stderr, not a bare broken-pipe (whichever side sees it first)."""
+    before = snapshot()
+    command = ["sh", "-c", "exec 0<&-; echo 'gone before initialize' >&2; exit 4"]
+    with anyio.fail_after(BOUND), pytest.raises(AgentStartupError) as info:
+        async with connect_agent(command):
+            pass
+    assert "status 4" in str(info.value)
+    assert "gone before initialize" in str(info.value)
+    assert_no_leak(before)

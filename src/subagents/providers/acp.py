@@ -20,6 +20,7 @@ from typing import final
 
 import anyio
 
+from ..protocol.jsonrpc import JsonValue
 from ..rpc import ConnectionClosedError, RPCError
 from ..transports.acp_client import (
     AgentConnection,
@@ -233,6 +234,7 @@ async def run_turn(
     from ..protocol import acp
 
     text: list[str] = []
+    titles: dict[str, str] = {}
     response: acp.PromptResponse | None = None
     failure: SubagentOutcome | None = None
     async with session.prompt(prompt) as turn, anyio.create_task_group() as tg:
@@ -255,9 +257,25 @@ async def run_turn(
                 if isinstance(update.content, acp.TextContentBlock):
                     event = ProgressEvent("thought", update.content.text)
             elif isinstance(update, acp.ToolCallSessionUpdate):
-                event = ProgressEvent("tool_call", update.title)
+                titles[update.tool_call_id] = update.title
+                call: dict[str, JsonValue] = {
+                    "id": update.tool_call_id,
+                    "status": update.status or "pending",
+                    "kind": update.kind,
+                    "input": update.raw_input,
+                }
+                event = ProgressEvent("tool_call", update.title, call)
+            elif isinstance(update, acp.ToolCallUpdateSessionUpdate):
+                title = update.title or titles.get(update.tool_call_id, update.tool_call_id)
+                data: dict[str, JsonValue] = {"id": update.tool_call_id, "status": update.status}
+                event = ProgressEvent("tool_call", title, data)
             elif isinstance(update, acp.PlanSessionUpdate):
-                event = ProgressEvent("plan", f"{len(update.entries)} entries")
+                entries: list[JsonValue] = [
+                    {"content": entry.content, "status": entry.status} for entry in update.entries
+                ]
+                summary = "; ".join(f"{e.content} [{e.status}]" for e in update.entries)
+                plan: dict[str, JsonValue] = {"entries": entries}
+                event = ProgressEvent("plan", summary, plan)
             if event is not None and feed is not None:
                 feed.push(event)
         try:

@@ -304,7 +304,12 @@ class Peer:
                 async with self._write_lock:
                     await self._send.send(data)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-            error = ConnectionClosedError(f"{self.name}: cannot write: {exc!r}")
+            reason = f"{self.name}: cannot write: {exc!r}"
+            if self._eof_reason is not None and self._closed_error is None:
+                # The other side is gone (a child that exited): say why, as EOF would.
+                with anyio.move_on_after(self._cancel_grace):
+                    reason = await self._eof_reason()
+            error = self._closed_error or ConnectionClosedError(reason)
             self._close(error)
             raise error from exc
         self._sent += 1

@@ -325,6 +325,9 @@ class ClientSession:
         """The session's modes, when the agent offers them (``session/set_mode`` needs them)."""
         self.config_options = config_options
         """The session's config options, when the agent offers them."""
+        self.tool_calls: dict[str, acp.ToolCallSessionUpdate] = {}
+        """The ``tool_call`` updates seen, by id (a permission request may name its tool call
+        by id only: its title, kind and raw input are filled in from here)."""
         self.current_turn: PromptTurn | None = None
         self.idle_updates: deque[acp.SessionUpdate] = deque(maxlen=256)
         """Updates received while no turn ran (the last 256), e.g. available commands."""
@@ -571,6 +574,8 @@ class _ClientHandlers:
         if session is None:
             logger.warning("session/update for unknown session %r ignored", note.session_id)
             return
+        if isinstance(note.update, acp.ToolCallSessionUpdate):
+            session.tool_calls[note.update.tool_call_id] = note.update
         turn = session.current_turn
         if turn is None or turn.done:
             session.idle_updates.append(note.update)
@@ -586,6 +591,12 @@ class _ClientHandlers:
         session = None if connection is None else connection.sessions.get(request.session_id)
         if session is None:
             raise RPCError.resource_not_found({"sessionId": request.session_id})
+        call = request.tool_call
+        known = session.tool_calls.get(call.tool_call_id)
+        if known is not None:
+            call.title = call.title if call.title is not None else known.title
+            call.kind = call.kind if call.kind is not None else known.kind
+            call.raw_input = call.raw_input if call.raw_input is not None else known.raw_input
         turn = session.current_turn
         if turn is not None and turn.cancel_requested:
             return acp.RequestPermissionResponse(outcome=_outcome_cancelled())

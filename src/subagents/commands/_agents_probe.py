@@ -1,0 +1,334 @@
+"""``subagents agents --probe``: start each agent, initialize it, shut it down, and report.
+
+Each probe is bounded (``timeout`` seconds, start to shutdown) and classified like the
+official ACP registry's protocol matrix: ``ok``; ``not installed`` (the command is not found:
+checked before anything is spawned); ``auth required`` (an ACP agent that lists
+``authMethods`` and answers ``session/new`` with ``-32000``); ``failed`` (with a one-line
+reason). ACP agents also get a ``session/new`` in a temporary directory, to find out whether
+they need a login first.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, TypeAlias, cast, final
+
+import anyio
+
+if TYPE_CHECKING:
+    from ..config import AgentSpec
+    from ..protocol import acp
+    from ..transports.acp_client import AgentConnection
+
+__all__ = ("AUTH_REQUIRED_CODE", "ProbeResult", "ProbeStatus", "probe_agent", "probe_all")
+
+ProbeStatus: TypeAlias = Literal["ok", "not installed", "auth required", "failed"]
+AUTH_REQUIRED_CODE = -32000
+"""The ACP error code of ``auth_required``."""
+_REASON_CHARS = 160
+_EXIT_GRACE = 1.0
+"""How long a failed start waits for the child's exit, to name its status."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ProbeResult:
+    """What one probe found."""
+
+    name: str
+    provider: str
+    status: ProbeStatus
+    reason: str = ""
+    """Why it is not ``ok`` (one line)."""
+    version: str | None = None
+    capabilities: tuple[str, ...] = ()
+    auth_methods: tuple[str, ...] = ()
+    start_ms: int | None = None
+    """From spawning (or building) to an initialized connection, in milliseconds."""
+    protocol_version: int | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "provider": self.provider,
+            "status": self.status,
+            "reason": self.reason or None,
+            "version": self.version,
+            "protocol_version": self.protocol_version,
+            "capabilities": list(self.capabilities),
+            "auth_methods": list(self.auth_methods),
+            "start_ms": self.start_ms,
+        }
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line, shortened."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _REASON_CHARS else flat[: _REASON_CHARS - 1] + "…"
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup):
+        group = cast("BaseExceptionGroup[BaseException]", exc)
+        return _reason(group.exceptions[0])
+    text = str(exc) or type(exc).__name__
+    return one_line(text)
+
+
+def find_command(spec: AgentSpec) -> str | None:
+    """The executable ``spec.command[0]`` resolves to (looked up on the ``PATH`` the child
+    gets, relative to the entry's ``cwd`` when it has a slash), or None."""
+    from ..transports.process import build_child_env
+
+    program = spec.command[0]
+    if os.sep in program or (os.altsep and os.altsep in program):
+        path = Path(program).expanduser()
+        if not path.is_absolute():
+            path = Path(spec.cwd or os.getcwd()) / path
+        return str(path) if path.is_file() and os.access(path, os.X_OK) else None
+    search = build_child_env(spec.env).get("PATH") or os.environ.get("PATH")
+    return shutil.which(program, path=search)
+
+
+def _ms(since: float) -> int:
+    return round((time.monotonic() - since) * 1000)
+
+
+def acp_capabilities(caps: acp.AgentCapabilities) -> tuple[str, ...]:
+    """A short summary of an ACP agent's ``agentCapabilities``: ``loadSession``, the optional
+    session methods (``session:list/resume/close``), the prompt content beyond text
+    (``prompt:image/audio/embedded``) and the MCP transports (``mcp:stdio+http``)."""
+    found: list[str] = []
+    if caps.load_session:
+        found.append("loadSession")
+    session = caps.session_capabilities
+    methods = [
+        name
+        for name in ("list", "resume", "close", "fork", "delete")
+        if getattr(session, name, None) is not None
+    ]
+    if methods:
+        found.append("session:" + "/".join(methods))
+    prompt = caps.prompt_capabilities
+    content = [
+        label
+        for name, label in (
+            ("image", "image"),
+            ("audio", "audio"),
+            ("embedded_context", "embedded"),
+        )
+        if getattr(prompt, name, False)
+    ]
+    if content:
+        found.append("prompt:" + "/".join(content))
+    mcp = caps.mcp_capabilities
+    found.append(
+        "mcp:" + "+".join(["stdio", *(t for t in ("http", "sse") if getattr(mcp, t, False))])
+    )
+    return tuple(found)
+
+
+async def _probe_acp(spec: AgentSpec, timeout: float) -> ProbeResult:
+    from ..transports.acp_client import connect_agent_over
+    from ..transports.process import exit_reason_for, open_agent_process
+
+    started = time.monotonic()
+    async with open_agent_process(
+        spec.command,
+        env=dict(spec.env) or None,
+        cwd=spec.cwd,
+        start_timeout=timeout,
+        name=spec.name,
+    ) as process:
+        try:
+            async with connect_agent_over(
+                process.stdout,
+                process.stdin,
+                initialize_timeout=timeout,
+                eof_reason=exit_reason_for(process, f"agent {spec.name!r}"),
+                process=process,
+                name=spec.name,
+            ) as agent:
+                return await _acp_session(spec, agent, started)
+        except Exception as exc:
+            # A child that exits at once can break the pipe before its exit is observed:
+            # wait for the exit (briefly) so that the reason names the status.
+            with anyio.move_on_after(_EXIT_GRACE):
+                await process.wait()
+            reason = _reason(exc)
+            if process.exit is not None and "exited" not in reason:
+                reason = one_line(f"{reason}; agent {process.exit.describe()}")
+            return ProbeResult(spec.name, spec.provider, "failed", reason)
+
+
+async def _acp_session(spec: AgentSpec, agent: AgentConnection, started: float) -> ProbeResult:
+    from ..rpc import RPCError
+
+    start_ms = _ms(started)
+    info = agent.agent_info
+    methods = tuple(str(getattr(m, "id", m)) for m in agent.auth_methods)
+    found = ProbeResult(
+        spec.name,
+        spec.provider,
+        "ok",
+        version=info.version if info is not None else None,
+        capabilities=acp_capabilities(agent.capabilities),
+        auth_methods=methods,
+        start_ms=start_ms,
+        protocol_version=agent.protocol_version,
+    )
+    with tempfile.TemporaryDirectory(prefix="subagents-probe-") as scratch:
+        try:
+            await agent.new_session(scratch)
+        except RPCError as exc:
+            if exc.code == AUTH_REQUIRED_CODE and methods:
+                reason = f"session/new: {one_line(exc.message)}"
+                return replace(found, status="auth required", reason=reason)
+            reason = f"session/new refused: {one_line(str(exc))}"
+            return replace(found, status="failed", reason=reason)
+    return found
+
+
+async def _probe_codex(spec: AgentSpec, timeout: float) -> ProbeResult:
+    from ..transports.codex_app_server import connect_codex
+
+    started = time.monotonic()
+    async with connect_codex(
+        spec.command,
+        env=dict(spec.env) or None,
+        cwd=spec.cwd,
+        startup_timeout=timeout,
+        name=spec.name,
+    ) as codex:
+        return ProbeResult(
+            spec.name,
+            spec.provider,
+            "ok",
+            version=codex.version,
+            capabilities=("app-server",),
+            start_ms=_ms(started),
+        )
+
+
+async def _probe_claude(spec: AgentSpec, timeout: float) -> ProbeResult:
+    from ..transports.claude_code import ClaudeOptions, connect_claude
+
+    if not spec.model:
+        return ProbeResult(spec.name, spec.provider, "failed", "claude-code needs a model")
+    started = time.monotonic()
+    options = ClaudeOptions(model=spec.model, extra_args=tuple(spec.command[1:]))
+    async with connect_claude(
+        spec.command[0],
+        options,
+        env=dict(spec.env) or None,
+        cwd=spec.cwd,
+        startup_timeout=timeout,
+        name=spec.name,
+    ) as claude:
+        init = claude.init_response
+        version = init.get("claude_code_version")
+        capabilities = ["stream-json"]
+        for key in ("models", "commands", "agents"):
+            value = init.get(key)
+            if isinstance(value, list):
+                capabilities.append(f"{len(value)} {key}")
+        return ProbeResult(
+            spec.name,
+            spec.provider,
+            "ok",
+            version=version if isinstance(version, str) else None,
+            capabilities=tuple(capabilities),
+            start_ms=_ms(started),
+        )
+
+
+async def _probe_built(spec: AgentSpec) -> ProbeResult:
+    """In-process runtimes and plugins: build the provider, enter and leave it."""
+    from .. import __version__
+    from ..providers.contract import START_TIME_FEATURES
+    from ..providers.factory import build_provider, plugin_factories
+
+    started = time.monotonic()
+    provider = build_provider(spec)
+    if isinstance(provider, AbstractAsyncContextManager):
+        async with provider:
+            pass
+    start_ms = _ms(started)
+    caps = provider.capabilities
+    summary = ["in-process"] if spec.provider in ("spawn", "fork") else ["plugin"]
+    summary += [name for name in START_TIME_FEATURES if caps.supports(name)]
+    version: str | None = __version__
+    if spec.provider not in ("spawn", "fork"):
+        entry_point = plugin_factories().get(spec.provider)
+        dist = entry_point.dist if entry_point is not None else None
+        version = dist.version if dist is not None else None
+    return ProbeResult(
+        spec.name,
+        spec.provider,
+        "ok",
+        version=version,
+        capabilities=tuple(summary),
+        start_ms=start_ms,
+    )
+
+
+async def probe_agent(spec: AgentSpec, timeout: float) -> ProbeResult:
+    """Probe one agent, bounded by ``timeout`` seconds; never raises for the agent's faults."""
+    if spec.provider in ("acp", "codex", "claude-code"):
+        if not spec.command:
+            return ProbeResult(spec.name, spec.provider, "failed", "no command")
+        if find_command(spec) is None:
+            return ProbeResult(
+                spec.name, spec.provider, "not installed", f"{spec.command[0]}: not found"
+            )
+    result: ProbeResult | None = None
+    try:
+        with anyio.move_on_after(timeout):
+            if spec.provider == "acp":
+                result = await _probe_acp(spec, timeout)
+            elif spec.provider == "codex":
+                result = await _probe_codex(spec, timeout)
+            elif spec.provider == "claude-code":
+                result = await _probe_claude(spec, timeout)
+            else:
+                result = await _probe_built(spec)
+    except Exception as exc:
+        return ProbeResult(spec.name, spec.provider, "failed", _reason(exc))
+    if result is None:
+        return ProbeResult(spec.name, spec.provider, "failed", f"timed out after {timeout:g} s")
+    return result
+
+
+async def probe_all(
+    specs: Sequence[AgentSpec],
+    timeout: float,
+    *,
+    jobs: int,
+    on_done: Callable[[ProbeResult, int], None] | None = None,
+) -> list[ProbeResult]:
+    """Probe ``specs`` concurrently (at most ``jobs`` at a time); the results in the order of
+    ``specs``. ``on_done(result, finished)`` is called as each one ends."""
+    results: list[ProbeResult | None] = [None] * len(specs)
+    limiter = anyio.CapacityLimiter(max(1, jobs))
+    finished = 0
+
+    async def one(index: int, spec: AgentSpec) -> None:
+        nonlocal finished
+        async with limiter:
+            result = await probe_agent(spec, timeout)
+        results[index] = result
+        finished += 1
+        if on_done is not None:
+            on_done(result, finished)
+
+    async with anyio.create_task_group() as tg:
+        for index, spec in enumerate(specs):
+            tg.start_soon(one, index, spec)
+    return [r for r in results if r is not None]

@@ -1,0 +1,337 @@
+"""``subagents agents``: the agent registry (list, probe, import).
+
+* ``subagents agents`` lists the registry (built-ins, the default files, then each
+  ``--config FILE``): name, provider, command, source, description; ``--json`` prints a JSON
+  array of the entries (environment variable *names* only: values may be secrets).
+* ``subagents agents --probe [NAME ...]`` starts each agent (all, or the named ones)
+  concurrently, initializes it and shuts it down, each within ``--timeout`` seconds, and
+  prints a status table (``--json``: the same as objects). Progress goes to stderr: one
+  updated ``probing N/M...`` line on a terminal, else one line per finished probe.
+  Exit status: 0 when every probe is fine, 1 otherwise. ``failed`` is never fine;
+  ``not installed`` and ``auth required`` are fine when probing the whole registry (the
+  built-ins name agents one may not have, or not be logged in to) and not fine for an agent
+  named explicitly.
+* ``subagents agents import FILE`` reads an entry of the official ACP registry (``agent.json``;
+  ``-`` for stdin) and prints it as a ``[agents.NAME]`` table (notes on stderr), or appends it
+  to ``--write PATH`` (refused, exit 2, if that file already has an entry of that name).
+
+Errors are one line on stderr (a traceback with ``--debug``): exit 2 for a bad argument, file
+or entry, 1 for anything else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO, cast
+
+from ._common import EXIT_CANCELLED, EXIT_FAILED, EXIT_USAGE, error_line
+
+if TYPE_CHECKING:
+    from ..config import AgentSpec
+    from ._agents_probe import ProbeResult
+
+__all__ = ("add_parser", "run")
+
+_COMMAND_CHARS = 48
+
+
+class _UsageError(Exception):
+    """A bad argument or input file (exit 2)."""
+
+
+def add_parser(commands: Any) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "agents",
+        help="list the configured agents (--probe: start each and report)",
+        description=(
+            "List the agent registry: the built-ins, $XDG_CONFIG_HOME/subagents/subagents.toml, "
+            "./subagents.toml, then each --config file (a later entry replaces an earlier one "
+            "of the same name). --probe starts each agent, initializes it and reports."
+        ),
+    )
+    parser.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="FILE",
+        help="another registry file, read last (repeatable)",
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument(
+        "--probe",
+        nargs="*",
+        metavar="NAME",
+        help=(
+            "start each agent (all, or the NAMEs, which come right after --probe), "
+            "initialize it, shut it down, and report"
+        ),
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="bound on each probe (default: 30)",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=4,
+        metavar="N",
+        help="how many agents to probe at once (default: 4)",
+    )
+    actions = parser.add_subparsers(dest="agents_action", metavar="ACTION")
+    importer = actions.add_parser(
+        "import",
+        help="convert an official ACP registry entry (agent.json) into a registry entry",
+        description=(
+            "Read an agent.json of the official ACP registry and print it as a [agents.NAME] "
+            "table, or append it to --write PATH. Environment variables that could leak "
+            "credentials or hijack the launch are dropped (listed on stderr)."
+        ),
+    )
+    importer.add_argument("file", metavar="FILE", help="the agent.json file (- for stdin)")
+    importer.add_argument("--name", help="the entry's name (default: the registry id)")
+    importer.add_argument(
+        "--binary-dir",
+        type=Path,
+        metavar="DIR",
+        help="where the binary distribution's archive is unpacked",
+    )
+    importer.add_argument(
+        "--write", type=Path, metavar="PATH", help="append the entry to this registry file"
+    )
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    debug = bool(getattr(args, "debug", False))
+    from ..config import ConfigError
+
+    try:
+        if getattr(args, "agents_action", None) == "import":
+            return _import(args)
+        agents = _load(args.config)
+        if args.probe is not None:
+            return _probe(args, agents)
+        _list(agents, as_json=args.json, out=sys.stdout)
+        return 0
+    except (ConfigError, _UsageError) as exc:
+        error_line("agents", str(exc), exc=exc, debug=debug)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return EXIT_CANCELLED
+    except Exception as exc:
+        error_line("agents", f"{type(exc).__name__}: {exc}", exc=exc, debug=debug)
+        return EXIT_FAILED
+
+
+# ------------------------------------------------------------------ list
+
+
+def _load(extra: Sequence[Path]) -> dict[str, AgentSpec]:
+    from ..config import load_agents
+
+    return load_agents(list(extra))
+
+
+def _home(text: str) -> str:
+    home = str(Path.home())
+    if home != os.sep and (text == home or text.startswith(home + os.sep)):
+        return "~" + text[len(home) :]
+    return text
+
+
+def short_command(command: Sequence[str]) -> str:
+    """A command line for a table: the program's base name, then the arguments, shortened."""
+    if not command:
+        return "(in-process)"
+    program = command[0]
+    name = "python" if program == sys.executable else os.path.basename(program)
+    text = " ".join([name, *(_home(arg) for arg in command[1:])])
+    return text if len(text) <= _COMMAND_CHARS else text[: _COMMAND_CHARS - 1] + "…"
+
+
+def _entry_json(spec: AgentSpec) -> dict[str, object]:
+    return {
+        "name": spec.name,
+        "provider": spec.provider,
+        "command": list(spec.command),
+        "env_vars": sorted(spec.env),
+        "cwd": spec.cwd,
+        "model": spec.model,
+        "permission": spec.permission,
+        "timeout": spec.timeout,
+        "startup_timeout": spec.startup_timeout,
+        "description": spec.description,
+        "options": dict(spec.options),
+        "source": spec.source,
+    }
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], out: TextIO) -> None:
+    widths = [len(h) for h in header]
+    for row in rows:
+        widths = [max(w, len(cell)) for w, cell in zip(widths, row, strict=True)]
+    for row in [header, *rows]:
+        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=True)]
+        out.write("  ".join(cells).rstrip() + "\n")
+
+
+def _list(agents: dict[str, AgentSpec], *, as_json: bool, out: TextIO) -> None:
+    if as_json:
+        json.dump([_entry_json(spec) for spec in agents.values()], out, indent=2, default=str)
+        out.write("\n")
+        return
+    rows = [
+        (
+            spec.name,
+            spec.provider,
+            short_command(spec.command),
+            _home(spec.source),
+            spec.description,
+        )
+        for spec in agents.values()
+    ]
+    _table(("NAME", "PROVIDER", "COMMAND", "SOURCE", "DESCRIPTION"), rows, out)
+
+
+# ------------------------------------------------------------------ probe
+
+
+def _probe(args: argparse.Namespace, agents: dict[str, AgentSpec]) -> int:
+    import anyio
+
+    from ._agents_probe import probe_all
+
+    names: list[str] = list(args.probe)
+    unknown = [name for name in names if name not in agents]
+    if unknown:
+        raise _UsageError(
+            f"no agent named {', '.join(unknown)} (known: {', '.join(sorted(agents))})"
+        )
+    if args.timeout <= 0:
+        raise _UsageError("--timeout must be a positive number of seconds")
+    specs = [agents[name] for name in dict.fromkeys(names)] if names else list(agents.values())
+    total = len(specs)
+    progress = sys.stderr
+    live = progress.isatty()
+
+    def on_done(result: ProbeResult, finished: int) -> None:
+        if live:
+            progress.write(f"\rprobing {finished}/{total}...")
+        else:
+            progress.write(f"probed {result.name}: {_status(result)}\n")
+        progress.flush()
+
+    if live:
+        progress.write(f"probing 0/{total}...")
+        progress.flush()
+    try:
+        results = anyio.run(lambda: probe_all(specs, args.timeout, jobs=args.jobs, on_done=on_done))
+    finally:
+        if live:
+            progress.write("\r\033[K")
+            progress.flush()
+    out = sys.stdout
+    if args.json:
+        json.dump([r.to_json() for r in results], out, indent=2)
+        out.write("\n")
+    else:
+        rows = [
+            (
+                r.name,
+                _status(r),
+                r.version or "-",
+                ", ".join(r.capabilities) or "-",
+                "-" if r.start_ms is None else str(r.start_ms),
+            )
+            for r in results
+        ]
+        _table(("NAME", "STATUS", "VERSION", "CAPABILITIES", "START_MS"), rows, out)
+    out.flush()
+    fine = {"ok"} if names else {"ok", "not installed", "auth required"}
+    return 0 if all(r.status in fine for r in results) else EXIT_FAILED
+
+
+def _status(result: ProbeResult) -> str:
+    if result.status == "failed":
+        return f"failed: {result.reason}"
+    return result.status
+
+
+# ------------------------------------------------------------------ import
+
+
+def _read_entry(file: str) -> dict[str, Any]:
+    try:
+        if file == "-":
+            text = sys.stdin.read()
+            where = "stdin"
+        else:
+            text = Path(file).read_text(encoding="utf-8")
+            where = file
+    except OSError as exc:
+        raise _UsageError(f"{file}: cannot read it: {exc.strerror or exc}") from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _UsageError(f"{where}: not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise _UsageError(f"{where}: expected an agent entry (a JSON object)")
+    return cast(dict[str, Any], data)
+
+
+def _import(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from ..config import ConfigError, from_acp_registry, parse_agents, to_toml
+
+    entry = _read_entry(args.file)
+    try:
+        spec, notes = from_acp_registry(entry, binary_dir=args.binary_dir)
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ConfigError(f"{args.file}: not a valid ACP registry entry ({exc!r})") from exc
+    if args.name:
+        spec = replace(spec, name=args.name)
+    text = to_toml(spec)
+    parse_agents(text, f"the converted entry {spec.name!r}")  # the name and fields are valid
+    target: Path | None = args.write
+    if target is None:
+        _notes(notes)
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return 0
+    existing = ""
+    if target.exists():
+        try:
+            existing = target.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"{target}: cannot read it: {exc.strerror}") from exc
+        if spec.name in parse_agents(existing, str(target)):
+            raise _UsageError(
+                f"{target} already has an entry agents.{spec.name} (pass --name to import it "
+                "under another name)"
+            )
+    _notes(notes)
+    separator = "" if not existing else ("\n" if existing.endswith("\n") else "\n\n")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with target.open("a", encoding="utf-8") as handle:
+            handle.write(separator + text)
+    except OSError as exc:
+        raise ConfigError(f"{target}: cannot write it: {exc.strerror}") from exc
+    sys.stderr.write(f"added agents.{spec.name} to {target}\n")
+    return 0
+
+
+def _notes(notes: Sequence[str]) -> None:
+    for note in notes:
+        sys.stderr.write(f"note: {note}\n")
+    sys.stderr.flush()

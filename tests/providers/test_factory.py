@@ -42,6 +42,13 @@ async def test_the_spawn_entry_runs_in_process() -> None:
     assert await run_once(SPAWN, "hello") == "You said: hello"
 
 
+async def test_a_spawned_child_built_from_an_entry_can_delegate_further() -> None:
+    """The entry's runtime offers its own provider as the agents' subagent tool."""
+    assert await run_once(SPAWN, "delegate delegate hello") == (
+        "subagent said: subagent said: You said: hello"
+    )
+
+
 async def test_permission_allow_lets_the_tool_run() -> None:
     assert await run_once(replace(REFERENCE, permission="allow"), "tool") == "The tool ran."
 

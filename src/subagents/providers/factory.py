@@ -212,6 +212,7 @@ def build_provider(spec: AgentSpec, context: BuildContext | None = None) -> Suba
         from ..harness.runtime import AgentRuntime
         from ..harness.session import SessionStore
         from .fork import ForkProvider
+        from .service import SubagentService
         from .spawn import SpawnProvider
 
         sessions = spec.options.get("sessions")
@@ -220,7 +221,12 @@ def build_provider(spec: AgentSpec, context: BuildContext | None = None) -> Suba
             sessions=SessionStore(Path(str(sessions)) if sessions else None),
         )
         cls = SpawnProvider if kind == "spawn" else ForkProvider
-        return cls(runtime, name=spec.name)
+        provider = cls(runtime, name=spec.name)
+        # Its agents may delegate further, to the same kind of child (depth limits apply).
+        service = SubagentService()
+        service.register(provider)
+        runtime.offer_subagents(service, spec.name)
+        return provider
     plugins = plugin_factories()
     entry_point = plugins.get(kind)
     if entry_point is None:

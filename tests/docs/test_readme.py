@@ -32,3 +32,15 @@ def test_the_runtime_example_delegates_two_levels_deep_and_prints_the_answer() -
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "subagent said: subagent said: You said: hello\n"
+
+
+def test_the_registry_example_is_a_valid_registry_file() -> None:
+    """Issue 9: the README's subagents.toml example parses as written."""
+    from subagents.config import parse_agents
+
+    blocks = re.findall(r"```toml\n(.*?)```", README.read_text(), re.S)
+    [example] = [b for b in blocks if "[agents.my-agent]" in b]
+    agents = parse_agents(example, "README.md")
+    assert sorted(agents) == ["local-model", "my-agent"]
+    assert agents["my-agent"].permission == "ask"
+    assert agents["local-model"].options["adapter"] == "openai"

@@ -126,8 +126,16 @@ def test_error_data_is_sent_only_when_present() -> None:
     }
 
 
-@pytest.mark.parametrize("bad", [float("nan"), object(), "\ud800"])
+@pytest.mark.parametrize("bad", [float("nan"), object()])
 def test_encoding_a_non_json_payload_is_a_local_error(bad: object) -> None:
-    """We never put invalid JSON or invalid UTF-8 on the wire."""
+    """We never put invalid JSON on the wire."""
     with pytest.raises(LocalProtocolError):
         encode_message(Notification("n", {"x": bad}))  # type: ignore[dict-item]
+
+
+def test_a_lone_surrogate_is_escaped_so_the_line_stays_valid_utf8_and_exact() -> None:
+    """We never put invalid UTF-8 on the wire: a lone surrogate (legal in a JSON string, say
+    in an id a peer sent) is written as an escape, and reads back as the same value."""
+    line = encode_message(Notification("n", {"x": "\ud800 é"}))
+    assert line.decode("ascii").endswith("\n")
+    assert json.loads(line)["params"] == {"x": "\ud800 é"}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -20,6 +20,19 @@ from subagents.rpc import ConnectionClosedError
 from subagents.transports import AgentConnection, AgentStartupError, connect_agent
 
 from ._leaks import assert_no_leak, snapshot
+
+Observe = Callable[[str, str, str], None]
+
+
+def reported(errors: list[str]) -> str:
+    if not errors:
+        return "nothing reported"
+    return f"{len(errors)} reported: " + "; ".join(sorted(set(errors)))
+
+
+def first_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0]
+
 
 pytestmark = pytest.mark.anyio
 
@@ -74,7 +87,9 @@ ALL_CHUNKS = [f"chunk {i}" for i in range(1, 6)]
 
 
 @pytest.mark.parametrize("fault", ["none", "split", "garbage"])
-async def test_well_formed_traffic_arrives_whole_whatever_the_framing(fault: str) -> None:
+async def test_well_formed_traffic_arrives_whole_whatever_the_framing(
+    fault: str, observe: Observe
+) -> None:
     """Frames split at every byte are reassembled; garbage and invalid UTF-8 lines between
     frames are reported (naming what was wrong) and skipped: every update arrives."""
     before = snapshot()
@@ -89,10 +104,17 @@ async def test_well_formed_traffic_arrives_whole_whatever_the_framing(fault: str
     else:
         assert errors == []
     assert_no_leak(before)
+    observe(
+        "ACP client",
+        fault,
+        f"turn ends {stop}; {len(chunks)}/5 updates; {reported(errors)}",
+    )
 
 
 @pytest.mark.timeout(120)
-async def test_a_100_mib_line_is_skipped_naming_its_size_and_nothing_else_is_lost() -> None:
+async def test_a_100_mib_line_is_skipped_naming_its_size_and_nothing_else_is_lost(
+    observe: Observe,
+) -> None:
     """A line beyond the limit (64 MiB by default) is reported with its size and the limit,
     and skipped; every update before and after it arrives, and the turn ends normally."""
     before = snapshot()
@@ -106,9 +128,12 @@ async def test_a_100_mib_line_is_skipped_naming_its_size_and_nothing_else_is_los
         "67108864 bytes"
     ]
     assert_no_leak(before)
+    observe(
+        "ACP client", "huge-line", f"turn ends {stop}; {len(chunks)}/5 updates; {reported(errors)}"
+    )
 
 
-async def test_a_crash_mid_prompt_names_the_exit_status_and_stderr() -> None:
+async def test_a_crash_mid_prompt_names_the_exit_status_and_stderr(observe: Observe) -> None:
     before = snapshot()
     chunks: list[str] = []
     with anyio.fail_after(BOUND):
@@ -123,10 +148,18 @@ async def test_a_crash_mid_prompt_names_the_exit_status_and_stderr() -> None:
     assert "exited with status 3" in str(info.value)
     assert "crashing on purpose" in str(info.value)
     assert_no_leak(before)
+    observe(
+        "ACP client",
+        "crash-after",
+        f"{len(chunks)}/5 updates delivered, then the prompt fails: ConnectionClosedError "
+        f"({first_line(info.value)})",
+    )
 
 
 @pytest.mark.parametrize("fault", ["hang", "ignore-cancel"])
-async def test_a_turn_that_never_ends_is_abandoned_within_the_cancel_bound(fault: str) -> None:
+async def test_a_turn_that_never_ends_is_abandoned_within_the_cancel_bound(
+    fault: str, observe: Observe
+) -> None:
     """A hung prompt, or one whose agent ignores session/cancel: leaving the turn cancels it,
     waits ``cancel_timeout`` for the answer, then gives up (the request is abandoned);
     closing the connection stops the agent. Updates before it are kept."""
@@ -144,18 +177,29 @@ async def test_a_turn_that_never_ends_is_abandoned_within_the_cancel_bound(fault
     assert chunks == ["chunk 1", "chunk 2"]
     assert time.monotonic() - started < BOUND
     assert_no_leak(before)
+    observe(
+        "ACP client",
+        fault,
+        f"{len(chunks)} updates read; leaving the turn sends session/cancel, waits "
+        "cancel_timeout (1 s here) for the answer, then abandons the request",
+    )
 
 
-async def test_an_agent_that_never_answers_initialize_fails_the_start_in_bound() -> None:
+async def test_an_agent_that_never_answers_initialize_fails_the_start_in_bound(
+    observe: Observe,
+) -> None:
     before = snapshot()
     with anyio.fail_after(BOUND), pytest.raises(AgentStartupError) as info:
         async with chaos_agent("hang-init", initialize_timeout=1.0):
             pass
     assert "initialize" in str(info.value)
     assert_no_leak(before)
+    observe("ACP client", "hang-init", f"AgentStartupError: {first_line(info.value)}")
 
 
-async def test_an_agent_exiting_during_initialize_names_its_status_and_stderr() -> None:
+async def test_an_agent_exiting_during_initialize_names_its_status_and_stderr(
+    observe: Observe,
+) -> None:
     before = snapshot()
     with anyio.fail_after(BOUND), pytest.raises(AgentStartupError) as info:
         async with chaos_agent("exit-during-init"):
@@ -163,10 +207,11 @@ async def test_an_agent_exiting_during_initialize_names_its_status_and_stderr() 
     assert "status 4" in str(info.value)
     assert "exiting during initialize" in str(info.value)
     assert_no_leak(before)
+    observe("ACP client", "exit-during-init", f"AgentStartupError: {first_line(info.value)}")
 
 
 @pytest.mark.timeout(120)
-async def test_a_100_mb_stderr_flood_neither_blocks_nor_grows_memory() -> None:
+async def test_a_100_mb_stderr_flood_neither_blocks_nor_grows_memory(observe: Observe) -> None:
     """stderr is drained (the agent never blocks on a full pipe) into a bounded tail."""
     before = snapshot()
     with anyio.fail_after(90):
@@ -176,9 +221,14 @@ async def test_a_100_mb_stderr_flood_neither_blocks_nor_grows_memory() -> None:
     assert (chunks, stop) == (ALL_CHUNKS, "end_turn")
     assert 0 < len(tail) <= 1 << 20
     assert_no_leak(before)
+    observe(
+        "ACP client",
+        "stderr-flood",
+        f"turn ends {stop}; {len(chunks)}/5 updates; stderr drained, a bounded tail kept",
+    )
 
 
-async def test_an_agent_ignoring_stdin_eof_is_stopped_by_the_ladder() -> None:
+async def test_an_agent_ignoring_stdin_eof_is_stopped_by_the_ladder(observe: Observe) -> None:
     before = snapshot()
     with anyio.fail_after(BOUND):
         async with chaos_agent("no-eof-exit") as agent:
@@ -189,9 +239,17 @@ async def test_an_agent_ignoring_stdin_eof_is_stopped_by_the_ladder() -> None:
     assert process.exit is not None
     assert process.exit.returncode in (143, -15)
     assert_no_leak(before)
+    observe(
+        "ACP client",
+        "no-eof-exit",
+        "turn ends end_turn; on close, stdin EOF is ignored, so SIGTERM after close_timeout "
+        "stops it (status 143)",
+    )
 
 
-async def test_a_grandchild_ignoring_sigterm_does_not_survive(tmp_path: Path) -> None:
+async def test_a_grandchild_ignoring_sigterm_does_not_survive(
+    tmp_path: Path, observe: Observe
+) -> None:
     """The agent's process group is signalled: a grandchild that ignores SIGTERM is killed."""
     before = snapshot()
     pid_file = tmp_path / "grandchild.pid"
@@ -203,9 +261,16 @@ async def test_a_grandchild_ignoring_sigterm_does_not_survive(tmp_path: Path) ->
                     await anyio.sleep(0.02)
     grandchild = int(pid_file.read_text())
     assert_no_leak(before, also_gone={grandchild})
+    observe(
+        "ACP client",
+        "grandchild",
+        "on close the process group gets SIGTERM, then SIGKILL: the grandchild is gone",
+    )
 
 
-async def test_a_response_with_an_unknown_id_is_reported_and_the_turn_is_left_in_bound() -> None:
+async def test_a_response_with_an_unknown_id_is_reported_and_the_turn_is_left_in_bound(
+    observe: Observe,
+) -> None:
     """A response whose id was never sent is reported and ignored; the prompt it should have
     answered stays open until the caller leaves it (cancel, bounded by cancel_timeout)."""
     before = snapshot()
@@ -222,10 +287,16 @@ async def test_a_response_with_an_unknown_id_is_reported_and_the_turn_is_left_in
     assert chunks == ALL_CHUNKS
     assert errors == ["response for unknown request id 987654321 ignored"]
     assert_no_leak(before)
+    observe(
+        "ACP client",
+        "wrong-ids",
+        f"{len(chunks)}/5 updates; {reported(errors)}; the prompt stays open until left "
+        "(cancel, bounded)",
+    )
 
 
 @pytest.mark.parametrize("fault", ["duplicate", "answer-notify"])
-async def test_spurious_responses_are_reported_and_ignored(fault: str) -> None:
+async def test_spurious_responses_are_reported_and_ignored(fault: str, observe: Observe) -> None:
     before = snapshot()
     errors: list[str] = []
     with anyio.fail_after(BOUND):
@@ -241,9 +312,12 @@ async def test_spurious_responses_are_reported_and_ignored(fault: str) -> None:
     assert texts(updates)[:1] == ["chunk 1"]
     assert errors, f"{fault}: nothing was reported"
     assert_no_leak(before)
+    observe("ACP client", fault, f"turn ends {turn.stop_reason}; {reported(errors)}")
 
 
-async def test_a_request_storm_from_the_agent_is_answered_and_the_turn_ends() -> None:
+async def test_a_request_storm_from_the_agent_is_answered_and_the_turn_ends(
+    observe: Observe,
+) -> None:
     """2,000 requests the client does not serve (no fs capability): each is answered with an
     error, none is left waiting, and the turn ends."""
     before = snapshot()
@@ -252,6 +326,11 @@ async def test_a_request_storm_from_the_agent_is_answered_and_the_turn_ends() ->
             chunks, stop = await prompt_all(agent)
     assert (chunks, stop) == (["storm of 2000 requests answered"], "end_turn")
     assert_no_leak(before)
+    observe(
+        "ACP client",
+        "storm",
+        f"2000 fs/read_text_file requests each answered -32601 (no fs offered); turn ends {stop}",
+    )
 
 
 @pytest.mark.parametrize("attempt", range(3))

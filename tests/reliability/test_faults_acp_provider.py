@@ -5,6 +5,7 @@ fault is delivered, and after dispose no process, zombie or file descriptor is l
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -20,6 +21,8 @@ from subagents.providers import (
 from subagents.providers.acp import AcpProvider
 
 from ._leaks import assert_no_leak, snapshot
+
+Observe = Callable[[str, str, str], None]
 
 pytestmark = pytest.mark.anyio
 
@@ -70,7 +73,9 @@ async def settle(
     ],
 )
 @pytest.mark.timeout(120)
-async def test_faults_the_run_survives_complete_it(fault: str, args: tuple[str, ...]) -> None:
+async def test_faults_the_run_survives_complete_it(
+    fault: str, args: tuple[str, ...], observe: Observe
+) -> None:
     before = snapshot()
     with anyio.fail_after(90):
         outcome, texts = await settle(fault, *args)
@@ -81,9 +86,12 @@ async def test_faults_the_run_survives_complete_it(fault: str, args: tuple[str, 
         assert "".join(texts) == ALL
         assert outcome.output == ALL
     assert_no_leak(before)
+    observe(
+        "AcpProvider", fault, f"{outcome.status}, the whole output; {len(texts)} progress events"
+    )
 
 
-async def test_a_crash_mid_turn_fails_the_run_with_status_and_stderr() -> None:
+async def test_a_crash_mid_turn_fails_the_run_with_status_and_stderr(observe: Observe) -> None:
     before = snapshot()
     with anyio.fail_after(BOUND):
         outcome, texts = await settle("crash-after", "3")
@@ -94,10 +102,17 @@ async def test_a_crash_mid_turn_fails_the_run_with_status_and_stderr() -> None:
     assert "crashing on purpose" in outcome.message
     assert texts == ["chunk 1", "chunk 2", "chunk 3"]
     assert_no_leak(before)
+    observe(
+        "AcpProvider",
+        "crash-after",
+        f"{len(texts)} progress events, then failed ({outcome.failure_kind}): {outcome.message}",
+    )
 
 
 @pytest.mark.parametrize("fault", ["hang", "ignore-cancel", "wrong-ids"])
-async def test_a_cancel_the_agent_ignores_still_settles_the_run_cancelled(fault: str) -> None:
+async def test_a_cancel_the_agent_ignores_still_settles_the_run_cancelled(
+    fault: str, observe: Observe
+) -> None:
     """The signal sends session/cancel; an agent that never confirms it cannot hold the run:
     after ``cancel_timeout`` it settles cancelled, saying the agent did not confirm."""
     before = snapshot()
@@ -109,6 +124,7 @@ async def test_a_cancel_the_agent_ignores_still_settles_the_run_cancelled(fault:
     )
     assert texts[:2] == ["chunk 1", "chunk 2"]
     assert_no_leak(before)
+    observe("AcpProvider", fault, f"signal after 2 updates -> {outcome.status}: {outcome.message}")
 
 
 @pytest.mark.parametrize(
@@ -118,7 +134,9 @@ async def test_a_cancel_the_agent_ignores_still_settles_the_run_cancelled(fault:
         ("exit-during-init", "status 4"),
     ],
 )
-async def test_a_start_that_cannot_finish_raises_start_failed(fault: str, expected: str) -> None:
+async def test_a_start_that_cannot_finish_raises_start_failed(
+    fault: str, expected: str, observe: Observe
+) -> None:
     before = snapshot()
     with anyio.fail_after(BOUND):
         async with provider(fault) as made:
@@ -127,12 +145,14 @@ async def test_a_start_that_cannot_finish_raises_start_failed(fault: str, expect
     assert info.value.code is SubagentErrorCode.START_FAILED
     assert expected in info.value.message
     assert_no_leak(before)
+    observe("AcpProvider", fault, f"start() raises {info.value.code.value}: {info.value.message}")
 
 
-async def test_no_grandchild_survives_the_disposal(tmp_path: Path) -> None:
+async def test_no_grandchild_survives_the_disposal(tmp_path: Path, observe: Observe) -> None:
     before = snapshot()
     pid_file = tmp_path / "grandchild.pid"
     with anyio.fail_after(BOUND):
         outcome, _ = await settle("grandchild", str(pid_file))
     assert outcome.status == "completed"
     assert_no_leak(before, also_gone={int(pid_file.read_text())})
+    observe("AcpProvider", "grandchild", f"{outcome.status}; after dispose the grandchild is gone")

@@ -201,6 +201,12 @@ class NdjsonFramer:
                 "line is not valid JSON: nested too deeply",
                 kind="invalid_json",
             )
+        except ValueError as exc:  # an integer beyond Python's digit limit, and the like
+            return InvalidMessageError(
+                ErrorCode.PARSE_ERROR,
+                f"line is not valid JSON: {str(exc)[:200]}",
+                kind="invalid_json",
+            )
         try:
             return decode_message(obj, require_version=self._require_version)
         except InvalidMessageError as exc:

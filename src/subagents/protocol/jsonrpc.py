@@ -252,6 +252,7 @@ def message_to_json(message: Message, *, include_version: bool = True) -> JsonOb
 
 
 _encoder: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_ascii_encoder: Final = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False)
 
 
 def encode_message(message: Message, *, include_version: bool = True) -> bytes:
@@ -260,8 +261,14 @@ def encode_message(message: Message, *, include_version: bool = True) -> bytes:
     Raises :class:`LocalProtocolError` when the payload is not JSON-serialisable (including
     NaN and infinities, which JSON cannot carry).
     """
+    data = message_to_json(message, include_version=include_version)
     try:
-        text = _encoder.encode(message_to_json(message, include_version=include_version))
-        return text.encode("utf-8") + b"\n"
-    except (TypeError, ValueError) as exc:  # UnicodeEncodeError (lone surrogates) is a ValueError
+        text = _encoder.encode(data)
+    except (TypeError, ValueError) as exc:
         raise LocalProtocolError(f"cannot encode {type(message).__name__}: {exc}") from exc
+    try:
+        return text.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:
+        # A lone surrogate (legal in a JSON string, not in UTF-8; say, in an id a peer sent):
+        # escape every non-ASCII character, which is valid JSON and keeps the value exact.
+        return _ascii_encoder.encode(data).encode("ascii") + b"\n"

@@ -32,9 +32,11 @@ CLAUDE_RESULTS = Path(__file__).with_name("claude-results.md")
 """The Claude Code CLI section, written by ``bench/claude.py`` (a separate run), included."""
 IN_PROCESS_RESULTS = Path(__file__).with_name("in-process-results.md")
 """The in-process children section, written by ``bench/in_process.py``, included."""
+SOAK_RESULTS = Path(__file__).with_name("soak-results.md")
+"""The soak section, written by ``bench/soak.py``, included."""
 #: Sections kept in their own files (each starts with its ``## `` heading), included in order
 #: at the end of BENCHMARKS.md.
-INCLUDED = (CODEX_RESULTS, CLAUDE_RESULTS, IN_PROCESS_RESULTS)
+INCLUDED = (CODEX_RESULTS, CLAUDE_RESULTS, IN_PROCESS_RESULTS, SOAK_RESULTS)
 #: Implementations whose driver runs only the spawn phase (no echo workload).
 STARTUP_ONLY = {"subagents/reference-agent"}
 

@@ -16,9 +16,9 @@ The first word of the prompt's text (case-insensitive) picks the scenario; anyth
     blocks are described, never read or decoded: ``[resource_link NAME URI]``, an embedded
     resource's text or ``[resource URI]``, ``[image MIME]``, ``[audio MIME]``), then
     ``end_turn``.
-``stream [N]``
+``stream [N [MS]]``
     N ``agent_message_chunk`` updates (default 5) sharing one ``messageId``, texts
-    ``"1 "``, ``"2 "``, ..., then ``end_turn``.
+    ``"1 "``, ``"2 "``, ..., MS milliseconds apart (default 0), then ``end_turn``.
 ``think``
     One ``agent_thought_chunk``, then one ``agent_message_chunk``, then ``end_turn``.
 ``plan``
@@ -178,7 +178,7 @@ __all__ = ("AUTH_ENV_VAR", "MODES", "SCENARIOS", "SESSION_DIR_ENV_VAR", "Referen
 
 SCENARIOS: Final[dict[str, str]] = {
     "echo": "Echo the prompt (the default)",
-    "stream": "Stream N message chunks (stream N)",
+    "stream": "Stream N message chunks, MS ms apart (stream N [MS])",
     "think": "A thought chunk, then a message",
     "plan": "A plan whose entries progress",
     "tool": "A tool call that asks for permission",
@@ -481,10 +481,12 @@ class _Run:
         await self.say(text)
         return "end_turn"
 
-    async def stream(self, count: int) -> StopReason:
+    async def stream(self, count: int, interval_ms: int = 0) -> StopReason:
         message_id = _new_id()
         for i in range(1, count + 1):
             await self.say(f"{i} ", message_id=message_id)
+            if interval_ms:
+                await anyio.sleep(interval_ms / 1000)
         return "end_turn"
 
     async def think(self, text: str) -> StopReason:
@@ -961,7 +963,8 @@ class ReferenceAgent(Agent):
         words = text.split()
         keyword = words[0].lower() if words else ""
         if keyword == "stream":
-            return await run.stream(_int_arg(words, 5))
+            interval = int(words[2]) if len(words) > 2 and words[2].isdigit() else 0
+            return await run.stream(_int_arg(words, 5), interval)
         if keyword == "think":
             return await run.think(text)
         if keyword == "plan":

@@ -127,6 +127,21 @@ async def test_a_cancel_the_agent_ignores_still_settles_the_run_cancelled(
     observe("AcpProvider", fault, f"signal after 2 updates -> {outcome.status}: {outcome.message}")
 
 
+async def test_an_answer_to_the_cancel_notification_is_ignored_and_the_run_cancelled(
+    observe: Observe,
+) -> None:
+    """The agent answers session/cancel (a notification: a protocol error, reported by the
+    client) and then ends the turn cancelled: the run settles cancelled."""
+    before = snapshot()
+    with anyio.fail_after(BOUND):
+        outcome, texts = await settle("answer-notify", cancel_after_chunks=2)
+    assert outcome.status == "cancelled"
+    assert outcome.message == "enough"
+    assert texts[:2] == ["chunk 1", "chunk 2"]
+    assert_no_leak(before)
+    observe("AcpProvider", "answer-notify", f"signal after 2 updates -> {outcome.status}")
+
+
 @pytest.mark.parametrize(
     ("fault", "expected"),
     [

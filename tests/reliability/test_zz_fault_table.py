@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from .conftest import LAYERS, OBSERVED
 
 TABLE = Path(__file__).with_name("fault-table.md")
+BENCHMARKS = Path(__file__).parents[2] / "BENCHMARKS.md"
+"""BENCHMARKS.md includes the table (``bench/render.py``); it must carry the same rows."""
 _ROW = re.compile(r"^\| `([^`]+)` \| ([^|]+?) \| (.+) \|$")
 _HEADER = (
-    "# Faults of the chaos agent, by layer\n\n"
+    "## Faults of the chaos agent, by layer\n\n"
     "Written by the tests in `tests/reliability/` (`SUBAGENTS_WRITE_FAULT_TABLE=1`); each "
     "row is what a test observed, checked again on every run. The chaos agent is "
     "`tests/reliability/chaos_agent.py`; every test also checks that no process, zombie or "
@@ -52,4 +56,22 @@ def test_the_fault_table_is_what_the_tests_observed() -> None:
     assert not differing, "fault-table.md is stale (SUBAGENTS_WRITE_FAULT_TABLE=1):\n" + "\n".join(
         f"  {layer} / {fault}:\n    table: {old}\n    seen:  {new}"
         for (layer, fault), (old, new) in differing.items()
+    )
+
+
+def test_benchmarks_md_carries_the_fault_table() -> None:
+    """Issue 10, done means: the table is in BENCHMARKS.md (included from fault-table.md by
+    ``bench/render.py --includes-only``, which the write mode above runs)."""
+    if os.environ.get("SUBAGENTS_WRITE_FAULT_TABLE") == "1":
+        subprocess.run(
+            [sys.executable, str(BENCHMARKS.with_name("bench") / "render.py"), "--includes-only"],
+            check=True,
+            timeout=60,
+        )
+    rows = [line for line in TABLE.read_text(encoding="utf-8").splitlines() if _ROW.match(line)]
+    assert rows
+    benchmarks = BENCHMARKS.read_text(encoding="utf-8")
+    missing = [row for row in rows if row not in benchmarks]
+    assert not missing, "BENCHMARKS.md lacks rows (bench/render.py --includes-only):\n" + "\n".join(
+        missing[:5]
     )

@@ -132,6 +132,7 @@ from typing import TYPE_CHECKING, Final, Literal, cast, final
 import anyio
 
 from subagents import __version__
+from subagents.agents._content import describe_block
 from subagents.protocol import JsonValue, acp
 from subagents.protocol.jsonrpc import ErrorCode
 from subagents.rpc import RPCError
@@ -144,7 +145,6 @@ if TYPE_CHECKING:
         AuthenticateResponse,
         CloseSessionRequest,
         CloseSessionResponse,
-        ContentBlock,
         DeleteSessionRequest,
         DeleteSessionResponse,
         InitializeRequest,
@@ -226,18 +226,6 @@ def _new_id() -> str:
 
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-def _describe(block: ContentBlock) -> str:
-    if isinstance(block, acp.TextContentBlock):
-        return block.text
-    if isinstance(block, acp.ResourceLinkContentBlock):
-        return f"[resource_link {block.name} {block.uri}]"
-    if isinstance(block, acp.ResourceContentBlock):
-        resource = block.resource
-        text = getattr(resource, "text", None)
-        return text if isinstance(text, str) else f"[resource {resource.uri}]"
-    return f"[{block.type} {block.mime_type}]"  # an image or audio: described, never decoded
 
 
 def _int_arg(words: list[str], default: int) -> int:
@@ -946,7 +934,7 @@ class ReferenceAgent(Agent):
     async def prompt(self, params: PromptRequest, turn: AgentTurn) -> PromptResponse | StopReason:
         self._check_auth(turn.connection)
         session = self._session(params.session_id)
-        text = "".join(_describe(block) for block in params.prompt)
+        text = "".join(describe_block(block) for block in params.prompt)
         session.history.append(("user", text))
         session.updated_at = _now()
         if session.title is None:

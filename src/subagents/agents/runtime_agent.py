@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Final, final
 import anyio
 
 from subagents import __version__
+from subagents.agents._content import describe_block
 from subagents.harness.loop import TurnOutcome
 from subagents.harness.runtime import Agent as RuntimeAgentSession
 from subagents.harness.runtime import AgentRuntime
@@ -47,7 +48,6 @@ if TYPE_CHECKING:
     from subagents.protocol.acp import (
         CloseSessionRequest,
         CloseSessionResponse,
-        ContentBlock,
         LoadSessionRequest,
         LoadSessionResponse,
         NewSessionRequest,
@@ -63,18 +63,6 @@ if TYPE_CHECKING:
 __all__ = ("RuntimeAgent", "serve_runtime")
 
 _STEP_LIMIT_PREFIX: Final = "the step limit"
-
-
-def _describe(block: ContentBlock) -> str:
-    if isinstance(block, acp.TextContentBlock):
-        return block.text
-    if isinstance(block, acp.ResourceLinkContentBlock):
-        return f"[resource_link {block.name} {block.uri}]"
-    if isinstance(block, acp.ResourceContentBlock):
-        resource = block.resource
-        text = getattr(resource, "text", None)
-        return text if isinstance(text, str) else f"[resource {resource.uri}]"
-    return f"[{block.type} {block.mime_type}]"
 
 
 def _update(event: ProgressEvent) -> SessionUpdate | None:
@@ -188,7 +176,7 @@ class RuntimeAgent(Agent):
                 "A prompt is already running in this session",
                 {"sessionId": params.session_id},
             )
-        text = "".join(_describe(block) for block in params.prompt)
+        text = "".join(describe_block(block) for block in params.prompt)
         signal = CancelSignal()
         self._running[params.session_id] = signal
         outcome: TurnOutcome | None = None

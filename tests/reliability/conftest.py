@@ -2,7 +2,8 @@
 layer; ``test_zz_fault_table.py`` (collected last) checks the checked-in table
 ``fault-table.md`` against the observations, or rewrites it with
 ``SUBAGENTS_WRITE_FAULT_TABLE=1``. Observations are deterministic sentences (no times, no
-pids), the same on asyncio and trio (a difference between the two fails the test)."""
+pids, no interpreter paths), the same on asyncio and trio (a difference between the two
+fails the test)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ def observe() -> Callable[[str, str, str], None]:
         assert layer in LAYERS, layer
         behaviour = re.sub(r"\(pid \d+\)", "(pid N)", behaviour)
         behaviour = re.sub(r" in \d+(?:\.\d+)? s\]", " in T s]", behaviour)
+        # The interpreter's name and path differ between checkouts (python, python3, a venv).
+        behaviour = re.sub(r"'(?:[^' ]*/)?python[0-9.]*'", "'python'", behaviour)
         key = (layer, fault)
         previous = OBSERVED.get(key)
         if previous is not None and previous != behaviour:

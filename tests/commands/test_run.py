@@ -374,3 +374,40 @@ def test_a_second_ctrl_c_stops_an_agent_that_ignores_the_cancel(home: Path) -> N
     child.expect_exact("[cancelled: interrupted (Ctrl-C); the agent was stopped", timeout=30)
     assert finish(child) == 130
     assert _wait_gone(agents) == []
+
+
+def test_a_reader_that_goes_away_ends_the_run_quietly(tmp_path: Path) -> None:
+    """Issue 9 / run: `subagents run ... --json | head -1`: when stdout's reader goes away
+    the run stops like other tools (status 141, SIGPIPE's), with no error message, and the
+    agent is stopped (no process carrying the run's token is left)."""
+    token = f"token-{os.getpid()}-{time.monotonic_ns()}"
+    config = tmp_path / "subagents.toml"
+    config.write_text(
+        "[agents.ref]\n"
+        f"command = {json.dumps([sys.executable, '-m', 'subagents.agents.reference'])}\n"
+        f'env = {{ RUN_TOKEN = "{token}" }}\n'
+    )
+    command = [sys.executable, "-m", "subagents", "run", "ref", "stream 100000", "--json"]
+    with subprocess.Popen(
+        [*command, "--config", str(config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+    ) as process:
+        assert process.stdout is not None
+        assert process.stderr is not None
+        first = json.loads(process.stdout.readline())
+        process.stdout.close()
+        status = process.wait(timeout=60)
+        stderr = process.stderr.read().decode()
+    assert first["event"] == "started"
+    assert status == 141
+    assert "error" not in stderr
+    left = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and token.encode() in (entry / "environ").read_bytes():
+                left.append(entry.name)
+        except OSError:
+            continue
+    assert left == []

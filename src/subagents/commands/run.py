@@ -19,6 +19,7 @@ configuration, 124 timed out, 130 cancelled.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from dataclasses import dataclass, replace
@@ -212,6 +213,11 @@ def _run(args: argparse.Namespace) -> int:
     try:
         return anyio.run(run_async, options, sys.stdout, sys.stderr, debug)
     except Exception as exc:
+        if isinstance(_leaf(exc), BrokenPipeError):
+            # Whoever read our output went away (`| head -1`): stop quietly, like other tools
+            # (the child was disposed on the way out); no second error at interpreter exit.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return EXIT_BROKEN_PIPE
         error_line(
             "run",
             f"{options.spec.name}: unexpected error: {_leaf(exc)}",
@@ -220,6 +226,10 @@ def _run(args: argparse.Namespace) -> int:
             debug=debug,
         )
         return EXIT_FAILED
+
+
+EXIT_BROKEN_PIPE = 141
+"""128 + SIGPIPE: what a shell reports for a writer whose reader went away."""
 
 
 def _leaf(exc: BaseException) -> BaseException:

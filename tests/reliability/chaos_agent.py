@@ -21,7 +21,7 @@ message chunks ``"chunk i"``, then ``end_turn``), ``session/cancel`` honoured. `
 ``wrong-ids``        answer ``session/prompt`` (cancelled or not) with an id that was never sent.
 ``duplicate``        answer ``session/prompt`` twice (the same id).
 ``answer-notify``    answer the ``session/cancel`` notification (which has no id); chunks come
-                     200 ms apart, so a cancel lands mid-turn.
+                     500 ms apart, so a cancel lands mid-turn.
 ``storm``            send ARG requests (default 2000) ``fs/read_text_file`` during the prompt
                      and end the turn when all are answered.
 """
@@ -103,7 +103,7 @@ def prompt(request_id: Any, session_id: str) -> None:
         if FAULT == "hang" and index > 2:
             return
         chunk(session_id, f"chunk {index}")
-        time.sleep(0.2 if FAULT in ("ignore-cancel", "answer-notify") else 0.02)
+        time.sleep({"ignore-cancel": 0.2, "answer-notify": 0.5}.get(FAULT, 0.02))
     if FAULT == "ignore-cancel":
         while True:  # streams forever, never answers
             chunk(session_id, "still going")

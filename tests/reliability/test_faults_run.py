@@ -122,11 +122,11 @@ def test_a_crash_exits_1_naming_the_status_after_the_text(tmp_path: Path, observ
 def test_an_answer_to_the_cancel_notification_still_ends_the_run_cancelled(
     tmp_path: Path, observe: Observe
 ) -> None:
-    done, token = run_chaos(tmp_path, "answer-notify", options=("--timeout", "0.5"))
+    done, token = run_chaos(tmp_path, "answer-notify", options=("--timeout", "1.5"))
     assert done.returncode == 124, done.stderr[-2000:]
     assert done.stdout.startswith("chunk 1")
     assert leftovers(token) == []
-    observe("subagents run", "answer-notify", f"exit 124 (--timeout 0.5); {last_line(done.stderr)}")
+    observe("subagents run", "answer-notify", f"exit 124 (--timeout 1.5); {last_line(done.stderr)}")
 
 
 @pytest.mark.parametrize("fault", ["hang", "ignore-cancel", "wrong-ids"])

@@ -204,8 +204,22 @@ class ChildConversation(abc.ABC):
         """Spawn, open (or reopen) the session, then :meth:`_serve` its turns."""
 
     @abc.abstractmethod
+    def _not_opened(self) -> str:
+        """What failed when the session could not be opened (the start error's message)."""
+
+    def _start_error_code(self, failure: BaseException | None) -> SubagentErrorCode:
+        return SubagentErrorCode.START_FAILED
+
     async def wait_ready(self) -> None:
         """Return once the session exists, or raise why it could not be opened."""
+        await self._phase.wait()
+        if not self._ready:
+            failure = self._failure
+            raise SubagentError(
+                self._start_error_code(failure),
+                f"{self._not_opened()}: {failure}",
+                provider=self._provider_name,
+            ) from failure
 
     @property
     def id(self) -> str:

@@ -139,14 +139,8 @@ class InProcessConversation(ChildConversation):
         async with agent:
             await self._serve(turn)
 
-    async def wait_ready(self) -> None:
-        await self._phase.wait()
-        if not self._ready:
-            raise SubagentError(
-                SubagentErrorCode.START_FAILED,
-                f"the in-process child could not be opened: {self._failure}",
-                provider=self._provider_name,
-            ) from self._failure
+    def _not_opened(self) -> str:
+        return "the in-process child could not be opened"
 
 
 class InProcessProvider(ChildProvider, abc.ABC):

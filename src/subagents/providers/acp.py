@@ -38,7 +38,6 @@ from .contract import (
     CancelSignal,
     ProgressEvent,
     SubagentCapabilities,
-    SubagentError,
     SubagentErrorCode,
     SubagentOutcome,
     SubagentRequest,
@@ -119,22 +118,13 @@ class AcpConversation(ChildConversation):
 
             await self._serve(turn)
 
-    async def wait_ready(self) -> None:
-        """Return once the session exists, or raise why it could not be opened."""
-        await self._phase.wait()
-        if not self._ready:
-            failure = self._failure
-            code = (
-                SubagentErrorCode.UNSUPPORTED_CAPABILITY
-                if isinstance(failure, CapabilityError)
-                else SubagentErrorCode.START_FAILED
-            )
-            raise SubagentError(
-                code,
-                f"agent {self._provider.command[0]!r} did not open the session: {failure}",
-                provider=self._provider.name,
-                feature="continuable" if code is SubagentErrorCode.UNSUPPORTED_CAPABILITY else None,
-            ) from failure
+    def _not_opened(self) -> str:
+        return f"agent {self._provider.command[0]!r} did not open the session"
+
+    def _start_error_code(self, failure: BaseException | None) -> SubagentErrorCode:
+        if isinstance(failure, CapabilityError):
+            return SubagentErrorCode.UNSUPPORTED_CAPABILITY
+        return SubagentErrorCode.START_FAILED
 
 
 @final

@@ -298,16 +298,8 @@ class ClaudeCodeConversation(ChildConversation):
 
             await self._serve(turn)
 
-    async def wait_ready(self) -> None:
-        """Return once the CLI is initialized, or raise why it could not start."""
-        await self._phase.wait()
-        if not self._ready:
-            failure = self._failure
-            raise SubagentError(
-                SubagentErrorCode.START_FAILED,
-                f"claude {os.fspath(self._provider.cli)!r} did not start: {failure}",
-                provider=self._provider.name,
-            ) from failure
+    def _not_opened(self) -> str:
+        return f"claude {os.fspath(self._provider.cli)!r} did not start"
 
 
 @final

@@ -331,16 +331,8 @@ class CodexConversation(ChildConversation):
 
             await self._serve(turn)
 
-    async def wait_ready(self) -> None:
-        """Return once the thread is open, or raise why it could not be opened."""
-        await self._phase.wait()
-        if not self._ready:
-            failure = self._failure
-            raise SubagentError(
-                SubagentErrorCode.START_FAILED,
-                f"codex {self._provider.command[0]!r} did not open the thread: {failure}",
-                provider=self._provider.name,
-            ) from failure
+    def _not_opened(self) -> str:
+        return f"codex {self._provider.command[0]!r} did not open the thread"
 
 
 @final

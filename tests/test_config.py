@@ -29,6 +29,7 @@ model = "gpt-5"
 permission = "ask"
 timeout = 600
 startup_timeout = 20
+turn_deadline = 300
 description = "every field"
 [agents.full.options]
 sandbox = "read-only"
@@ -47,6 +48,7 @@ def test_every_field_is_parsed() -> None:
         permission="ask",
         timeout=600.0,
         startup_timeout=20.0,
+        turn_deadline=300.0,
         description="every field",
         options={"sandbox": "read-only"},
         source="full.toml",
@@ -60,6 +62,7 @@ def test_an_entry_with_only_a_command_gets_the_defaults() -> None:
     assert (spec.env, spec.cwd, spec.model, spec.options) == ({}, None, None, {})
     assert (spec.permission, spec.timeout, spec.startup_timeout) == ("deny", None, 60.0)
     assert (spec.description, spec.source) == ("", "a.toml")
+    assert spec.turn_deadline is None
 
 
 @pytest.mark.parametrize(
@@ -74,6 +77,12 @@ def test_an_entry_with_only_a_command_gets_the_defaults() -> None:
         ('command = ["a"]\ntimeout = -1', "timeout: expected seconds"),
         ('command = ["a"]\ntimeout = true', "timeout: expected seconds"),
         ('command = ["a"]\nstartup_timeout = 0', "startup_timeout: expected seconds"),
+        ('provider = "codex"\ncommand = ["a"]\nturn_deadline = 0', "turn_deadline: expected"),
+        ('provider = "codex"\ncommand = ["a"]\nturn_deadline = -5', "turn_deadline: expected"),
+        ('provider = "codex"\ncommand = ["a"]\nturn_deadline = nan', "turn_deadline: expected"),
+        ('provider = "codex"\ncommand = ["a"]\nturn_deadline = "9"', "turn_deadline: expected"),
+        ('provider = "codex"\ncommand = ["a"]\nturn_deadline = true', "turn_deadline: expected"),
+        ('command = ["a"]\nturn_deadline = 30', "only codex entries take a turn deadline"),
         ('command = ["a"]\noptions = "x"', "options: expected a table"),
         ('command = ["a"]\nmodel = 5', "model: expected a string"),
         ("provider = 3", "provider must be a name"),
@@ -85,6 +94,19 @@ def test_a_bad_entry_is_an_error_naming_the_file_and_the_entry(entry: str, expec
     message = str(caught.value)
     assert message.startswith("/etc/bad.toml: agents.bad")
     assert expected in message
+
+
+def test_a_codex_turn_deadline_is_read_as_float_seconds_and_written_back() -> None:
+    """Issue 6 (turn deadline from the registry): a codex entry's optional ``turn_deadline``
+    (seconds, an int or a float) is parsed as a float and to_toml writes it back."""
+    text = '[agents.c]\nprovider = "codex"\ncommand = ["codex"]\nturn_deadline = 90\n'
+    spec = parse_agents(text, "c.toml")["c"]
+    assert spec.turn_deadline == 90.0
+    assert isinstance(spec.turn_deadline, float)
+    written = to_toml(spec)
+    assert "turn_deadline = 90.0" in written
+    assert parse_agents(written, "c.toml")["c"] == spec
+    assert "turn_deadline" not in to_toml(AgentSpec("d", "codex", ("codex",)))
 
 
 def test_invalid_toml_is_an_error_naming_the_file() -> None:

@@ -11,6 +11,8 @@ An entry says how to run one agent as a subagent::
     permission = "ask"                    # ask (in a terminal) | allow | deny (the default)
     timeout = 600                         # seconds a run may take (0: no limit)
     startup_timeout = 60
+    turn_deadline = 900                   # codex only: seconds before a turn whose
+                                          # turn/completed never came is checked (thread/read)
     description = "What it is for"
     [agents.my-agent.options]             # provider-specific (see each provider)
     adapter = "anthropic"
@@ -77,6 +79,9 @@ class AgentSpec:
     permission: Permission = "deny"
     timeout: float | None = None
     startup_timeout: float = 60.0
+    turn_deadline: float | None = None
+    """Codex entries only: seconds after which a turn whose ``turn/completed`` never came is
+    reconciled through ``thread/read`` (``None``: no deadline)."""
     description: str = ""
     options: Mapping[str, Any] = field(default_factory=dict[str, Any])
     source: str = "built-in"
@@ -114,6 +119,7 @@ def _entry(name: str, data: Mapping[str, Any], source: str) -> AgentSpec:
         "permission",
         "timeout",
         "startup_timeout",
+        "turn_deadline",
         "description",
         "options",
     }
@@ -143,6 +149,16 @@ def _entry(name: str, data: Mapping[str, Any], source: str) -> AgentSpec:
     startup = data.get("startup_timeout", 60.0)
     if isinstance(startup, bool) or not isinstance(startup, int | float) or startup <= 0:
         raise ConfigError(f"{where}.startup_timeout: expected seconds (a number > 0)")
+    turn_deadline = data.get("turn_deadline")
+    if turn_deadline is not None:
+        if provider != "codex":
+            raise ConfigError(f"{where}.turn_deadline: only codex entries take a turn deadline")
+        if (
+            isinstance(turn_deadline, bool)
+            or not isinstance(turn_deadline, int | float)
+            or not turn_deadline > 0
+        ):
+            raise ConfigError(f"{where}.turn_deadline: expected seconds (a number > 0)")
     options = data.get("options", {})
     if not isinstance(options, dict):
         raise ConfigError(f"{where}.options: expected a table")
@@ -159,6 +175,7 @@ def _entry(name: str, data: Mapping[str, Any], source: str) -> AgentSpec:
         permission=permission,
         timeout=float(timeout) if timeout else None,
         startup_timeout=float(startup),
+        turn_deadline=float(turn_deadline) if turn_deadline is not None else None,
         description=cast(str, data.get("description", "")),
         options=cast(dict[str, Any], options),
         source=source,
@@ -412,6 +429,8 @@ def to_toml(spec: AgentSpec) -> str:
         lines.append(f"timeout = {spec.timeout!r}")
     if spec.startup_timeout != 60.0:
         lines.append(f"startup_timeout = {spec.startup_timeout!r}")
+    if spec.turn_deadline is not None:
+        lines.append(f"turn_deadline = {spec.turn_deadline!r}")
     if spec.options:
         lines.append(f"options = {_toml_value(dict(spec.options))}")
     return "\n".join(lines) + "\n"

@@ -15,6 +15,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from subagents.conformance.mcp_http import serve_mcp_http
 from subagents.protocol import JsonValue
 from subagents.rpc import RPCError
 from subagents.transports import AgentProcess, connect_agent, open_agent_process
@@ -242,7 +243,7 @@ async def test_session_new_connects_to_a_stdio_mcp_server_and_mcp_lists_its_tool
         }
         _, loaded = await request_with_updates(wire, 3, "session/load", load)
         said_after_load = await say(wire, 4, session["sessionId"], "mcp")
-    assert result["agentCapabilities"]["mcpCapabilities"] == {"http": False, "sse": False}
+    assert result["agentCapabilities"]["mcpCapabilities"] == {"http": True, "sse": True}
     assert after_new == "initialize\n"
     assert said == "MCP servers connected: probe (tools: probe_echo)."
     assert "result" in loaded
@@ -281,6 +282,46 @@ async def test_mcp_servers_that_fail_to_start_or_answer_do_not_fail_session_new(
     assert marker.read_text() == "initialize\n"
     for name in ("missing", "quitter", "silent"):
         assert f"MCP server {name!r} skipped:" in stderr
+
+
+def _unused_port() -> int:
+    """A loopback port nobody listens on (bound, then released)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+async def test_http_and_sse_mcp_servers_are_connected_and_listed(tmp_path: Path) -> None:
+    """session-setup.mdx, McpServerHttp / McpServerSse (advertised: mcpCapabilities.http and
+    .sse): session/new speaks streamable HTTP to an http entry and the SSE transport to an
+    sse entry (the headers go along), lists their tools, and the `mcp` prompt names both; an
+    entry whose URL nobody serves is a reported failure, not a failed session/new."""
+    async with serve_mcp_http() as server, reference_agent() as (child, wire):
+        await initialize(wire)
+        closed = f"http://127.0.0.1:{_unused_port()}/mcp"
+        servers: JsonValue = [
+            {"type": "http", "name": "web", "url": server.http_url, "headers": []},
+            {
+                "type": "sse",
+                "name": "stream",
+                "url": server.sse_url,
+                "headers": [{"name": "Authorization", "value": "Bearer x"}],
+            },
+            {"type": "http", "name": "nobody", "url": closed, "headers": []},
+        ]
+        with anyio.fail_after(20):
+            session, _ = await new_session(wire, 1, servers)
+        said = await say(wire, 2, session["sessionId"], "mcp")
+        stderr = child.stderr_tail()
+    assert said.startswith("MCP servers connected: web (tools: none); stream (tools: none). ")
+    assert "MCP servers that failed: nobody (" in said
+    assert "MCP server 'nobody' skipped:" in stderr
+    # Both transports carried a whole handshake: initialize, initialized, tools/list.
+    assert server.methods.count("initialize") == 2
+    assert server.methods.count("tools/list") == 2
 
 
 # ------------------------------------------------------------------------------------ auth

@@ -96,8 +96,17 @@ def run_against_baseline(
 
     baseline = BASELINES / f"{name}.json"
     if os.environ.get("SUBAGENTS_WRITE_BASELINES") == "1":
+        # The current baseline goes in too, so its intermittent entries are kept.
+        keep = ("--baseline", str(baseline)) if baseline.exists() else ()
         run = run_conformance(
-            tmp_path, agent, *options, "--write-baseline", str(baseline), env=env, timeout=timeout
+            tmp_path,
+            agent,
+            *options,
+            *keep,
+            "--write-baseline",
+            str(baseline),
+            env=env,
+            timeout=timeout,
         )
         pytest.skip(f"baseline {baseline.name} rewritten: {run.report.get('verdict')}")
     run = run_conformance(

@@ -43,6 +43,8 @@ if TYPE_CHECKING:
         ListSessionsResponse,
         LoadSessionRequest,
         LoadSessionResponse,
+        LogoutRequest,
+        LogoutResponse,
         NewSessionRequest,
         NewSessionResponse,
         PromptRequest,
@@ -249,6 +251,49 @@ class _UnknownMethodInternalError(Rewriter):
         if isinstance(error, dict) and cast(Message, error).get("code") == -32601:
             wrong = {**cast(Message, error), "code": -32603, "message": "Internal error"}
             return [self.encode({**message, "error": wrong})]
+        return [line]
+
+
+class _CustomMethodsSucceed(Rewriter):
+    """Answers unknown _-prefixed requests with an empty result instead of -32601."""
+
+    async def agent_message(self, message: Message, line: bytes) -> list[bytes]:
+        method, _ = self.request_of(message)
+        if method.startswith("_") and "error" in message:
+            return [self.encode({"jsonrpc": "2.0", "id": message.get("id"), "result": {}})]
+        return [line]
+
+
+class _LoadAnswersNull(Rewriter):
+    async def agent_message(self, message: Message, line: bytes) -> list[bytes]:
+        method, _ = self.request_of(message)
+        if method == "session/load" and "result" in message:
+            return [self.encode({**message, "result": None})]
+        return [line]
+
+
+class _InvalidUpdateOnCancel(Rewriter):
+    """Before answering a cancelled prompt, sends a tool_call_update whose status is not one
+    the schema knows: only a run-wide schema judgement sees it (the basic exchange has no
+    cancel, the cancel checks look at stop reasons and timing)."""
+
+    async def agent_message(self, message: Message, line: bytes) -> list[bytes]:
+        method, params = self.request_of(message)
+        session_id = params.get("sessionId")
+        if method == "session/prompt" and session_id in self.cancelled and "result" in message:
+            bad = {
+                "jsonrpc": "2.0",
+                "method": "session/update",
+                "params": {
+                    "sessionId": session_id,
+                    "update": {
+                        "sessionUpdate": "tool_call_update",
+                        "toolCallId": "call_cancelled",
+                        "status": "aborted",
+                    },
+                },
+            }
+            return [self.encode(bad), line]
         return [line]
 
 
@@ -672,6 +717,55 @@ class _RejectionIsAnError(_Mutant):
         return "end_turn"
 
 
+class _TerminalAuthMethod(_Mutant):
+    async def initialize(
+        self, params: InitializeRequest, conn: ClientConnection
+    ) -> InitializeResponse:
+        response = await super().initialize(params, conn)
+        response.auth_methods = [acp.TerminalAuthMethod(id="login", name="Log in in a terminal")]
+        return response
+
+
+class _LogoutFails(_Mutant):
+    async def logout(self, params: LogoutRequest, conn: ClientConnection) -> LogoutResponse:
+        raise RPCError.internal_error({"reason": "no credentials store"})
+
+
+class _RefusesAdditionalDirectories(_Mutant):
+    async def new_session(
+        self, params: NewSessionRequest, conn: ClientConnection
+    ) -> NewSessionResponse:
+        if params.additional_directories:
+            raise RPCError.invalid_params({"additionalDirectories": "not supported"})
+        return await super().new_session(params, conn)
+
+
+class _RefusesRemoteMcp(_Mutant):
+    """Advertises HTTP and SSE MCP servers (as the reference does) but refuses ``kind``."""
+
+    kind = "http"
+
+    async def new_session(
+        self, params: NewSessionRequest, conn: ClientConnection
+    ) -> NewSessionResponse:
+        if any(getattr(server, "type", "stdio") == self.kind for server in params.mcp_servers):
+            raise RPCError.invalid_params({"mcpServers": f"{self.kind} servers are not supported"})
+        return await super().new_session(params, conn)
+
+
+class _RefusesSseMcp(_RefusesRemoteMcp):
+    kind = "sse"
+
+
+class _LoadsUnknownSessions(_Mutant):
+    async def load_session(
+        self, params: LoadSessionRequest, conn: ClientConnection
+    ) -> LoadSessionResponse:
+        if params.session_id not in self.sessions:
+            return acp.LoadSessionResponse()
+        return await super().load_session(params, conn)
+
+
 class _SilentExtensions(_Mutant):
     async def ext_request(self, method: str, params: JsonValue, conn: ClientConnection) -> object:
         await anyio.sleep_forever()  # never answered
@@ -717,6 +811,8 @@ class Mutant:
     """Run before serving (process-level defects)."""
     after: Callable[[], None] | None = None
     """Run after stdin ended and the endpoint returned."""
+    options: tuple[str, ...] = ()
+    """Extra ``subagents conformance`` options its run needs (to open the target's gate)."""
 
 
 MUTANTS: dict[str, Mutant] = {
@@ -935,6 +1031,61 @@ MUTANTS: dict[str, Mutant] = {
         "_-prefixed requests are never answered",
         "_conformance/ping: no answer",
         agent=_SilentExtensions,
+    ),
+    "custom-methods-succeed": Mutant(
+        "ACP-JSONRPC-004",
+        "answers unknown _-prefixed requests with an empty result, not -32601",
+        "_conformance/no-such-method was answered with result",
+        wire=_CustomMethodsSucceed,
+    ),
+    "invalid-update-on-cancel": Mutant(
+        "ACP-SCHEMA-001",
+        "sends a tool_call_update with an unknown status before answering a cancelled prompt",
+        "schema violation in the exchanges of other checks",
+        wire=_InvalidUpdateOnCancel,
+    ),
+    "load-answers-null": Mutant(
+        "ACP-LOAD-003",
+        "answers session/load with a null result",
+        "not an object",
+        wire=_LoadAnswersNull,
+    ),
+    "loads-unknown-sessions": Mutant(
+        "ACP-LOAD-004",
+        "session/load of a session id it never issued succeeds",
+        "never existed succeeded",
+        agent=_LoadsUnknownSessions,
+    ),
+    "refuses-additional-directories": Mutant(
+        "ACP-ADDDIRS-001",
+        "advertises additionalDirectories but refuses session/new when they are given",
+        "session/new failed",
+        agent=_RefusesAdditionalDirectories,
+    ),
+    "refuses-http-mcp": Mutant(
+        "ACP-MCP-003",
+        "advertises HTTP MCP servers but refuses session/new with one",
+        "with an http MCP server failed",
+        agent=_RefusesRemoteMcp,
+    ),
+    "refuses-sse-mcp": Mutant(
+        "ACP-MCP-004",
+        "advertises SSE MCP servers but refuses session/new with one",
+        "with an sse MCP server failed",
+        agent=_RefusesSseMcp,
+    ),
+    "terminal-auth-method": Mutant(
+        "ACP-AUTH-002",
+        "advertises a terminal auth method to a client that did not enable terminal auth",
+        "of type terminal advertised",
+        agent=_TerminalAuthMethod,
+    ),
+    "logout-fails": Mutant(
+        "ACP-AUTH-004",
+        "advertises logout but answers it with an internal error",
+        "logout failed",
+        agent=_LogoutFails,
+        options=("--allow-logout",),
     ),
     "duplicate-auth-ids": Mutant(
         "ACP-AUTH-001",

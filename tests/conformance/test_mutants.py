@@ -43,6 +43,7 @@ def _run(name: str, tmp: Path) -> Run:
     target = MUTANTS[name].target
     only = [target, *(i for i in MANDATORY if i != target)]
     options = [arg for requirement in only for arg in ("--only", requirement)]
+    options += MUTANTS[name].options
     return run_conformance(
         tmp,
         [sys.executable, str(MUTANT_AGENT), name],

@@ -26,19 +26,20 @@ REPORT_SCHEMA = json.loads(
 @pytest.fixture(scope="module")
 def full_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Run, Path]:
     tmp = tmp_path_factory.mktemp("reference")
-    run = run_conformance(tmp, REFERENCE, "--junit", str(tmp / "report.xml"))
+    run = run_conformance(tmp, REFERENCE, "--allow-logout", "--junit", str(tmp / "report.xml"))
     return run, tmp
 
 
 def test_reference_agent_passes_every_requirement(full_run: tuple[Run, Path]) -> None:
     """Done means (issue 5): `subagents conformance -- python -m <reference agent>` passes
-    everything (only the --auth-method gate stays closed: it advertises no auth)."""
+    everything (only the --auth-method gate stays closed: it advertises no auth; see
+    test_an_agent_requiring_auth_passes_with_auth_method for that gate open)."""
     run, _ = full_run
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.report["verdict"] == "conformant"
     for item in run.report["requirements"]:
         tier = REQUIREMENTS[item["id"]].tier
-        if item["id"] == "ACP-AUTH-002":
+        if item["id"] == "ACP-AUTH-003":
             assert item["status"] == "n/a"
         elif tier is Tier.INFORMATIONAL:
             assert item["status"] == "info", item
@@ -162,9 +163,11 @@ def test_an_agent_that_cannot_start_fails_with_the_cause(tmp_path: Path) -> None
 
 def test_authentication_blocks_are_a_verdict_not_a_pile_of_failures(tmp_path: Path) -> None:
     """Auth (issue 5): an agent that needs authentication before session/new gets a clear
-    "blocked by auth" verdict; with --auth-method the same checks pass."""
+    "blocked by auth" verdict; with --auth-method the same checks pass, and so do
+    authenticate-then-session/new (ACP-AUTH-003) and, with --allow-logout, logout
+    (ACP-AUTH-004)."""
     env = {"SUBAGENTS_REFERENCE_REQUIRE_AUTH": "reference-token"}
-    only = ["--only", "ACP-SESSION-001", "--only", "ACP-PROMPT-001", "--only", "ACP-AUTH-002"]
+    only = ["--only", "ACP-SESSION-001", "--only", "ACP-PROMPT-001", "--only", "ACP-AUTH-003"]
     blocked = run_conformance(tmp_path, REFERENCE, *only, env=env)
     assert blocked.returncode == 3, blocked.stdout
     assert blocked.report["verdict"] == "blocked by authentication"
@@ -173,9 +176,39 @@ def test_authentication_blocks_are_a_verdict_not_a_pile_of_failures(tmp_path: Pa
     assert blocked.status("ACP-PROMPT-001") == "blocked"
     assert "pass --auth-method" in blocked.stdout
     authed = run_conformance(
-        tmp_path, REFERENCE, *only, "--auth-method", "reference-token", env=env
+        tmp_path,
+        REFERENCE,
+        *only,
+        "--only",
+        "ACP-AUTH-004",
+        "--auth-method",
+        "reference-token",
+        "--allow-logout",
+        env=env,
     )
     assert authed.returncode == 0, authed.stdout
-    assert {authed.status(i) for i in ("ACP-SESSION-001", "ACP-PROMPT-001", "ACP-AUTH-002")} == {
-        "pass"
-    }
+    checked = ("ACP-SESSION-001", "ACP-PROMPT-001", "ACP-AUTH-003", "ACP-AUTH-004")
+    assert {authed.status(i) for i in checked} == {"pass"}
+
+
+def test_a_failure_reports_the_transcript_and_the_stderr_tail_in_a_valid_report(
+    tmp_path: Path,
+) -> None:
+    """Reports (issue 5): a failing requirement's JSON entry carries the transcript (what the
+    suite sent, what came back) and the agent's stderr tail, and the report still validates
+    against report.schema.json."""
+    crashing = [
+        sys.executable,
+        "-c",
+        "import sys; sys.stdin.readline(); sys.stderr.write('fatal: no model configured\\n');"
+        " sys.exit(3)",
+    ]
+    run = run_conformance(tmp_path, crashing, "--only", "ACP-INIT-001", "--only", "ACP-INIT-002")
+    assert run.returncode == 1, run.stdout
+    jsonschema.validate(run.report, REPORT_SCHEMA)
+    failed = run.by_id["ACP-INIT-001"]
+    assert failed["status"] == "fail"
+    assert "fatal: no model configured" in failed["stderr_tail"]
+    sent = [entry for entry in failed["transcript"] if entry["from"] == "client"]
+    assert sent
+    assert '"method":"initialize"' in sent[0]["text"].replace(" ", "")

@@ -42,8 +42,8 @@ from subagents.testing.fake_models.openai_responses import (
     FakeServer,
     ResponsesHandler,
     _Response,  # pyright: ignore[reportPrivateUsage]
-    codex_command,
     codex_home,
+    require_codex_command,
     serve,
 )
 from subagents.transports.codex_app_server import (
@@ -79,10 +79,8 @@ class SchemaHandler(ResponsesHandler):
 
 
 def codex() -> list[str]:
-    command = codex_command()
-    if command is None:
-        pytest.fail("@openai/codex is not installed: run ./scripts/setup (it needs node and npm)")
-    return command
+    """The real codex argv; skipped only when npm is unavailable, else a failure if absent."""
+    return require_codex_command()
 
 
 @pytest.fixture

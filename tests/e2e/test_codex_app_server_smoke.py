@@ -16,30 +16,24 @@ from subagents.testing.fake_models.openai_responses import (
     DEFAULT_REPLY,
     ResponsesHandler,
     codex_home,
+    require_codex_command,
     serve,
 )
-from subagents.testing.npm_agents import npm_file
 from subagents.transports.codex_app_server import AgentMessageDelta, connect_codex
 
 pytestmark = pytest.mark.anyio
-
-CODEX = "@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
 
 
 async def test_a_real_codex_turn_ends_with_the_fake_models_reply(tmp_path: Path) -> None:
     """initialize -> thread/start -> turn/start -> deltas -> turn/completed against the real
     binary; the final text is the fake model's reply, byte for byte."""
-    binary = npm_file(CODEX)
-    if binary is None:
-        pytest.fail("codex is not installed: run ./scripts/setup (it needs node and npm)")
+    command = require_codex_command()
     work = tmp_path / "work"
     work.mkdir()
     with serve(ResponsesHandler) as server:
         env = codex_home(tmp_path / "codex", server)
         with anyio.fail_after(60):
-            async with connect_codex(
-                [str(binary), "app-server", "--listen", "stdio://"], env=env
-            ) as conn:
+            async with connect_codex(command, env=env) as conn:
                 assert conn.version == "0.171.0"
                 thread = await conn.start_thread(cwd=work, sandbox="read-only")
                 async with thread.turn("Say hello.", deadline=30) as turn:

@@ -35,8 +35,8 @@ from subagents.testing.fake_models.openai_responses import (
     FINAL_ANSWER_REPLY,
     FakeServer,
     ResponsesHandler,
-    codex_command,
     codex_home,
+    require_codex_command,
     serve,
 )
 from subagents.transports.process import AgentProcess, open_agent_process
@@ -129,9 +129,7 @@ class AppServer:
 @asynccontextmanager
 async def app_server(env: dict[str, str], cwd: Path) -> AsyncIterator[tuple[AppServer, str]]:
     """The real app-server, initialized, with one thread in ``cwd``: ``(client, thread id)``."""
-    command = codex_command()
-    if command is None:
-        pytest.fail("@openai/codex is not installed: run ./scripts/setup (it needs node and npm)")
+    command = require_codex_command()
     async with open_agent_process(command, env=env, cwd=cwd, start_timeout=30) as process:
         client = AppServer(process)
         info = {"name": "subagents_e2e", "title": "subagents e2e", "version": "0.0.1"}

@@ -40,8 +40,8 @@ from subagents.testing.fake_models.openai_responses import (
     DEFAULT_REPLY,
     FakeServer,
     ResponsesHandler,
-    codex_command,
     codex_home,
+    require_codex_command,
     serve,
 )
 from subagents.transports.codex_app_server import accept_policy
@@ -151,10 +151,8 @@ def fake_openai() -> Iterator[FakeServer]:
 
 
 def real_codex() -> list[str]:
-    command = codex_command()
-    if command is None:
-        pytest.fail("@openai/codex is not installed: run ./scripts/setup (it needs node and npm)")
-    return command
+    """The real codex argv; skipped only when npm is unavailable, else a failure if absent."""
+    return require_codex_command()
 
 
 REAL_SCENARIOS = ProviderScenarios(
@@ -245,6 +243,61 @@ async def test_the_final_answer_phase_is_the_output(tmp_path: Path) -> None:
         outcome, events = await outcome_of(provider, SubagentRequest("phases"))
     assert outcome.output == "The answer is 42."
     assert [e.text for e in events if e.kind == "text"] == ["Let me look.", "The answer is 42."]
+
+
+async def test_reasoning_is_thought_progress_and_the_plan_is_plan_progress(
+    tmp_path: Path,
+) -> None:
+    """Issue 6: "live progress from the item events": reasoning summary and raw deltas are
+    `thought` progress naming their item (a reasoning item completed without deltas gives its
+    summary once; a streamed one is not repeated), turn/plan/updated and item/plan/delta are
+    `plan` progress (the steps as text and data); the output is unaffected."""
+    async with CodexProvider(fake(), cwd=tmp_path) as provider:
+        outcome, events = await outcome_of(provider, SubagentRequest("think"))
+    thoughts = [(e.text, e.data) for e in events if e.kind == "thought"]
+    assert thoughts == [
+        ("Weighing ", {"item_id": "rs-1", "part": "summary", "index": 0}),
+        ("the options.", {"item_id": "rs-1", "part": "summary", "index": 0}),
+        ("raw chain", {"item_id": "rs-1", "part": "text", "index": 0}),
+        ("Decided quietly.", {"item_id": "rs-2"}),
+    ]
+    plans = [e for e in events if e.kind == "plan"]
+    assert [e.text for e in plans] == [
+        "Two steps.\n[completed] Read the question\n[inProgress] Answer it",
+        "1. Answer it",
+        "[completed] Read the question\n[completed] Answer it",
+    ]
+    assert plans[0].data == {
+        "explanation": "Two steps.",
+        "plan": [
+            {"step": "Read the question", "status": "completed"},
+            {"step": "Answer it", "status": "inProgress"},
+        ],
+    }
+    assert plans[1].data == {"item_id": "plan-1"}
+    assert outcome.status == "completed"
+    assert outcome.output == FAKE_REPLY
+    assert "".join(e.text for e in events if e.kind == "text") == FAKE_REPLY
+
+
+async def test_interleaved_messages_stream_by_item_and_the_output_is_the_final_answer(
+    tmp_path: Path,
+) -> None:
+    """Issue 6: "agent message deltas grouped by item id" and "the final answer from the
+    turn's items (prefer the final-answer phase)": interleaved deltas are `text` progress
+    naming their item; the output is the final-answer message alone, not the interleaved
+    concatenation."""
+    async with CodexProvider(fake(), cwd=tmp_path) as provider:
+        outcome, events = await outcome_of(provider, SubagentRequest("interleave"))
+    texts = [(e.data and e.data["item_id"], e.text) for e in events if e.kind == "text"]
+    assert texts == [
+        ("msg-a", "Looking "),
+        ("msg-b", "The answer "),
+        ("msg-a", "around."),
+        ("msg-b", "is 7."),
+    ]
+    assert outcome.status == "completed"
+    assert outcome.output == "The answer is 7."
 
 
 @pytest.mark.parametrize(("accept", "decision"), [(False, "decline"), (True, "accept")])

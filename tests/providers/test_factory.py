@@ -7,9 +7,10 @@ from dataclasses import replace
 import anyio
 import pytest
 
-from subagents.config import AgentSpec, ConfigError, builtin_agents
+from subagents.config import AgentSpec, ConfigError, builtin_agents, parse_agents
 from subagents.protocol.jsonrpc import JsonValue
 from subagents.providers import CancelSignal, SubagentRequest
+from subagents.providers.codex import CodexProvider
 from subagents.providers.factory import (
     BuildContext,
     PermissionQuestion,
@@ -105,3 +106,38 @@ def test_a_bad_spawn_adapter_is_a_config_error() -> None:
 def test_claude_code_without_a_model_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="needs a model"):
         build_provider(AgentSpec("c", "claude-code", ("claude",)))
+
+
+CODEX_ENTRY = """
+[agents.slow-codex]
+provider = "codex"
+command = ["codex", "app-server", "--listen", "stdio://"]
+startup_timeout = 20
+turn_deadline = 120.5
+"""
+
+
+def test_a_codex_entry_s_turn_deadline_reaches_the_provider() -> None:
+    """Issue 6 (turn deadline from the registry): a codex entry with ``turn_deadline`` builds
+    a CodexProvider whose turn deadline is that many seconds; without it there is none."""
+    spec = parse_agents(CODEX_ENTRY, "codex.toml")["slow-codex"]
+    provider = build_provider(spec)
+    assert isinstance(provider, CodexProvider)
+    assert provider.turn_deadline == 120.5
+    assert provider.startup_timeout == 20.0
+    plain = build_provider(replace(spec, turn_deadline=None))
+    assert isinstance(plain, CodexProvider)
+    assert plain.turn_deadline is None
+
+
+@pytest.mark.parametrize("deadline", ["0", "-1.5"])
+def test_a_non_positive_codex_turn_deadline_is_a_config_error(deadline: str) -> None:
+    """Issue 6 (turn deadline from the registry): zero or negative seconds are refused with a
+    ConfigError naming the file, the entry and the field, whether read from a file or set on
+    a spec handed to build_provider."""
+    text = CODEX_ENTRY.replace("turn_deadline = 120.5", f"turn_deadline = {deadline}")
+    with pytest.raises(ConfigError, match=r"^codex\.toml: agents\.slow-codex\.turn_deadline"):
+        parse_agents(text, "codex.toml")
+    spec = AgentSpec("direct", "codex", ("codex",), turn_deadline=float(deadline))
+    with pytest.raises(ConfigError, match="direct: turn_deadline must be seconds > 0"):
+        build_provider(spec)

@@ -13,11 +13,13 @@ import pytest
 from subagents.harness.llm.offline import OfflineModel
 from subagents.harness.runtime import AgentRuntime
 from subagents.harness.session import SessionStore
+from subagents.harness.subagent_tool import DEFAULT_DESCRIPTION, SubagentTool
 from subagents.providers import (
     CancelSignal,
     SubagentCapabilities,
     SubagentProvider,
     SubagentRequest,
+    SubagentService,
 )
 from subagents.providers._in_process import InProcessProvider
 from subagents.providers.fork import ForkProvider
@@ -99,6 +101,24 @@ def test_both_advertise_every_start_time_feature(tmp_path: Path) -> None:
     )
     assert SpawnProvider(runtime).capabilities == everything
     assert ForkProvider(runtime).capabilities == everything
+
+
+def test_the_subagent_tool_tells_the_model_what_a_fork_child_sees() -> None:
+    """Fork (seam note: "fork = seed the child session with the parent's event log"): a
+    SubagentTool bound to a fork provider says by default that the child starts from this
+    conversation; one bound to spawn says it sees only the prompt; a caller's description
+    wins over both."""
+    runtime = AgentRuntime(OfflineModel())
+    service = SubagentService()
+    service.register(SpawnProvider(runtime))
+    service.register(ForkProvider(runtime))
+    fork_text = SubagentTool(service, "fork").spec.description
+    assert "copy of this conversation" in fork_text
+    assert "does not see this conversation" not in fork_text
+    assert SubagentTool(service, "spawn").spec.description == DEFAULT_DESCRIPTION
+    assert "does not see this conversation" in DEFAULT_DESCRIPTION
+    assert SubagentTool(service, "fork", description="mine").spec.description == "mine"
+    assert SubagentTool(service, "unregistered").spec.description == DEFAULT_DESCRIPTION
 
 
 async def test_a_forked_kit_run_carries_the_parents_history(tmp_path: Path) -> None:

@@ -22,6 +22,11 @@ ids start at 0 in their own id space). What a turn does depends on words in its 
 - ``ask``: an ``item/tool/requestUserInput`` request (which a client must answer, with an
   error); the answer's error message is the final message;
 - ``fail``: systemError status, an ``error`` notification, ``turn/completed`` failed;
+- ``think``: a plan update (``turn/plan/updated``), a reasoning item streamed as summary and
+  raw-text deltas then completed, a second reasoning item completed without deltas, a plan
+  item streamed as ``item/plan/delta``, a second plan update, then the default message;
+- ``interleave``: two agent messages whose deltas alternate (a ``commentary`` one and a
+  ``final_answer`` one, the final answer completed first); ``turn/completed`` has no items;
 - ``lost``: a complete turn whose ``turn/completed`` never comes (the thread goes idle);
   ``thread/read`` reports it completed;
 - ``hang``: one delta, then nothing (no idle, no completion); ``thread/read`` reports it
@@ -289,6 +294,10 @@ class Fake:
                 self.end_message(where, item)
             self.idle(thread_id)
             self.finish(thread_id, self.turn(turn_id, "completed", itemsView="notLoaded"))
+        elif "think" in text:
+            self.think(where)
+        elif "interleave" in text:
+            self.interleave(where)
         elif "lost" in text:
             final = self.message("msg-lost", "Lost but found.")
             self.start_message(where, "msg-lost")
@@ -322,6 +331,52 @@ class Fake:
 
     def end_message(self, where: dict[str, str], item: dict[str, Json]) -> None:
         self.notify("item/completed", {**where, "item": item, "completedAtMs": 2})
+
+    def think(self, where: dict[str, str]) -> None:
+        steps = [
+            {"step": "Read the question", "status": "completed"},
+            {"step": "Answer it", "status": "inProgress"},
+        ]
+        self.notify("turn/plan/updated", {**where, "explanation": "Two steps.", "plan": steps})
+        streamed = {"type": "reasoning", "id": "rs-1", "summary": [], "content": []}
+        self.notify("item/started", {**where, "item": streamed, "startedAtMs": 1})
+        for piece in ("Weighing ", "the options."):
+            self.notify(
+                "item/reasoning/summaryTextDelta",
+                {**where, "itemId": "rs-1", "delta": piece, "summaryIndex": 0},
+            )
+        self.notify(
+            "item/reasoning/textDelta",
+            {**where, "itemId": "rs-1", "delta": "raw chain", "contentIndex": 0},
+        )
+        done = {**streamed, "summary": ["Weighing the options."], "content": ["raw chain"]}
+        self.notify("item/completed", {**where, "item": done, "completedAtMs": 2})
+        quiet = {"type": "reasoning", "id": "rs-2", "summary": ["Decided quietly."], "content": []}
+        self.notify("item/started", {**where, "item": {**quiet, "summary": []}, "startedAtMs": 3})
+        self.notify("item/completed", {**where, "item": quiet, "completedAtMs": 4})
+        plan = {"type": "plan", "id": "plan-1", "text": ""}
+        self.notify("item/started", {**where, "item": plan, "startedAtMs": 5})
+        self.notify("item/plan/delta", {**where, "itemId": "plan-1", "delta": "1. Answer it"})
+        plan_done = {**plan, "text": "1. Answer it"}
+        self.notify("item/completed", {**where, "item": plan_done, "completedAtMs": 6})
+        steps = [{**step, "status": "completed"} for step in steps]
+        self.notify("turn/plan/updated", {**where, "explanation": None, "plan": steps})
+        self.start_message(where, "msg-1")
+        for piece in ("Hello", " from the", " fake app-server."):
+            self.delta(where, "msg-1", piece)
+        self.end_message(where, self.message("msg-1", "Hello from the fake app-server."))
+        self.complete(where, [])
+
+    def interleave(self, where: dict[str, str]) -> None:
+        self.start_message(where, "msg-a")
+        self.start_message(where, "msg-b")
+        pieces = [("msg-a", "Looking "), ("msg-b", "The answer "), ("msg-a", "around.")]
+        pieces.append(("msg-b", "is 7."))
+        for item_id, piece in pieces:
+            self.delta(where, item_id, piece)
+        self.end_message(where, self.message("msg-b", "The answer is 7.", "final_answer"))
+        self.end_message(where, self.message("msg-a", "Looking around.", "commentary"))
+        self.complete(where, [])
 
     def idle(self, thread_id: str) -> None:
         self.notify("thread/status/changed", {"threadId": thread_id, "status": {"type": "idle"}})

@@ -22,12 +22,16 @@ from subagents.transports.codex_app_server import (
     AgentMessageDelta,
     ApprovalRequest,
     CodexError,
+    CodexEvent,
     CodexStartupError,
     CodexTurn,
     Decision,
     ItemCompleted,
     ItemStarted,
     OtherEvent,
+    PlanDelta,
+    PlanUpdated,
+    ReasoningDelta,
     TokenUsage,
     TurnError,
     accept_policy,
@@ -117,6 +121,100 @@ async def test_a_turn_streams_typed_events_in_order_and_ends_with_its_final_text
     assert result.items == completed
     assert result.usage is not None
     assert result.usage.total.total_tokens == 15
+
+
+def outline(event: CodexEvent) -> tuple[object, ...] | None:
+    """The typed item/plan events of a turn as plain tuples (None for the rest)."""
+    if isinstance(event, ReasoningDelta):
+        return ("reasoning", event.item_id, event.kind, event.index, event.delta)
+    if isinstance(event, PlanUpdated):
+        return ("plan", event.explanation, [(s.step, s.status) for s in event.steps])
+    if isinstance(event, PlanDelta):
+        return ("plan delta", event.item_id, event.delta)
+    if isinstance(event, AgentMessageDelta):
+        return ("text", event.item_id, event.delta)
+    if isinstance(event, ItemStarted | ItemCompleted):
+        kind = "started" if isinstance(event, ItemStarted) else "completed"
+        return (kind, event.item.type, event.item.id)
+    return None
+
+
+async def test_reasoning_and_plan_notifications_are_typed_events_in_order() -> None:
+    """Issue 6: "typed events from item/* notifications (... reasoning ...)": the reasoning
+    summary and raw-text deltas become ReasoningDelta (item id, part, index), turn/plan/updated
+    PlanUpdated (typed steps), item/plan/delta PlanDelta, in arrival order with their item
+    ids, none left raw; the final text is unaffected."""
+    with anyio.fail_after(10):
+        async with connect_codex(fake()) as conn:
+            thread = await conn.start_thread()
+            async with thread.turn("think first") as turn:
+                events = [event async for event in turn]
+            result = await turn.result()
+    first_steps = [("Read the question", "completed"), ("Answer it", "inProgress")]
+    last_steps = [("Read the question", "completed"), ("Answer it", "completed")]
+    outlined = [o for o in map(outline, events) if o is not None]
+    assert outlined == [
+        ("started", "userMessage", f"user-{turn.id}"),
+        ("completed", "userMessage", f"user-{turn.id}"),
+        ("plan", "Two steps.", first_steps),
+        ("started", "reasoning", "rs-1"),
+        ("reasoning", "rs-1", "summary", 0, "Weighing "),
+        ("reasoning", "rs-1", "summary", 0, "the options."),
+        ("reasoning", "rs-1", "text", 0, "raw chain"),
+        ("completed", "reasoning", "rs-1"),
+        ("started", "reasoning", "rs-2"),
+        ("completed", "reasoning", "rs-2"),
+        ("started", "plan", "plan-1"),
+        ("plan delta", "plan-1", "1. Answer it"),
+        ("completed", "plan", "plan-1"),
+        ("plan", None, last_steps),
+        ("started", "agentMessage", "msg-1"),
+        ("text", "msg-1", "Hello"),
+        ("text", "msg-1", " from the"),
+        ("text", "msg-1", " fake app-server."),
+        ("completed", "agentMessage", "msg-1"),
+    ]
+    raw = {e.method for e in events if isinstance(e, OtherEvent)}
+    assert not raw & {
+        "item/reasoning/summaryTextDelta",
+        "item/reasoning/textDelta",
+        "turn/plan/updated",
+        "item/plan/delta",
+    }
+    reasoning = [i for i in result.items if isinstance(i, codex.ReasoningItem)]
+    assert [(r.id, r.summary, r.content) for r in reasoning] == [
+        ("rs-1", ["Weighing the options."], ["raw chain"]),
+        ("rs-2", ["Decided quietly."], []),
+    ]
+    assert result.status == "completed"
+    assert result.final_text == "Hello from the fake app-server."
+
+
+async def test_interleaved_agent_message_deltas_are_grouped_by_item_id() -> None:
+    """Issue 6: "agent message deltas grouped by item id": two messages whose deltas alternate
+    keep apart (each delta names its item; turn.messages joins them per item, in the order
+    the messages began); the final text is the final-answer message, though it completed
+    before the commentary."""
+    with anyio.fail_after(10):
+        async with connect_codex(fake()) as conn:
+            thread = await conn.start_thread()
+            async with thread.turn("interleave") as turn:
+                events = [event async for event in turn]
+            result = await turn.result()
+    deltas = [(e.item_id, e.delta) for e in events if isinstance(e, AgentMessageDelta)]
+    assert deltas == [
+        ("msg-a", "Looking "),
+        ("msg-b", "The answer "),
+        ("msg-a", "around."),
+        ("msg-b", "is 7."),
+    ]
+    grouped: dict[str, str] = {}
+    for item_id, delta in deltas:
+        grouped[item_id] = grouped.get(item_id, "") + delta
+    assert grouped == {"msg-a": "Looking around.", "msg-b": "The answer is 7."}
+    assert list(turn.messages.items()) == list(grouped.items())
+    assert result.status == "completed"
+    assert result.final_text == "The answer is 7."
 
 
 async def test_notifications_sent_before_the_turn_start_answer_reach_the_turn() -> None:
@@ -278,6 +376,41 @@ async def test_a_policy_that_raises_or_answers_nonsense_declines(
             result = await thread.run("approve this")
     assert result.final_text == "decision: decline"
     assert "approval policy failed" in caplog.text
+
+
+async def test_a_policy_that_never_decides_is_given_up_on_and_the_request_declined(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Approvals: a policy call is bounded (approval_timeout); past it the server is answered
+    decline and a warning names the request, so the turn goes on instead of hanging."""
+    record = tmp_path / "record.jsonl"
+    calls: list[ApprovalRequest] = []
+
+    async def stuck(request: ApprovalRequest) -> Decision:
+        calls.append(request)
+        await anyio.sleep_forever()
+        return "accept"
+
+    with anyio.fail_after(10):
+        async with connect_codex(
+            fake("--record", str(record)), approval_policy=stuck, approval_timeout=0.05
+        ) as conn:
+            thread = await conn.start_thread()
+            result = await thread.run("approve this")
+    assert len(calls) == 1
+    assert result.status == "completed"
+    assert result.final_text == "decision: decline"
+    answers = [m for m in received(record) if "result" in m]
+    assert answers == [{"id": 0, "result": {"decision": "decline"}}]
+    assert "did not decide item/commandExecution/requestApproval" in caplog.text
+    assert calls[0].item_id in caplog.text
+
+
+async def test_a_non_positive_approval_bound_is_refused_before_anything_is_spawned() -> None:
+    """Approvals: an approval_timeout of 0 (no time to decide) is a ValueError naming it."""
+    with anyio.fail_after(10), pytest.raises(ValueError, match="approval_timeout"):
+        async with connect_codex(fake(), approval_timeout=0):
+            pytest.fail("connected with a zero approval bound")
 
 
 async def test_other_server_requests_are_answered_with_an_error(tmp_path: Path) -> None:

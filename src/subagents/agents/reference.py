@@ -3,8 +3,8 @@
 Run it as ``python -m subagents.agents.reference``; it speaks ACP v1 over stdin/stdout and
 exits (status 0) when stdin ends. It is built on :mod:`subagents.transports.acp_agent` and is
 the fixture that client, provider and conformance tests drive, so it starts fast (nothing is
-imported beyond the endpoint; the child-process module only once an MCP server is given) and
-every behaviour is chosen by the prompt.
+imported beyond the endpoint; the child-process module or httpx only once an MCP server is
+given) and every behaviour is chosen by the prompt.
 
 Scenarios
 ---------
@@ -96,18 +96,20 @@ None of them is read, decoded or fetched: the ``echo`` scenario describes them.
 
 MCP servers
 -----------
-``mcpCapabilities``: ``http`` and ``sse`` false; stdio servers are supported, as every agent
-must. For each stdio entry of ``mcpServers`` (``session/new``, ``session/load``,
-``session/resume``) the agent starts the command (its ``args``; an environment of the usual
-base variables, ``PATH``, ``HOME``, ..., plus the entry's ``env``), sends MCP ``initialize``
-(protocol version ``2025-06-18``), waits for the answer, sends
-``notifications/initialized`` and ``tools/list`` (first page only), remembers the tool names
-(replacing those of the session's previous setup), then closes the server's stdin and reaps it
-(terminating its process group if it lingers). Each step is
-bounded (5 s to start and per answer; the servers of one request are connected concurrently).
-It has no model, so it never calls a tool: it connects, lists the tools and disconnects. A
-server that cannot be started or does not answer (and any entry of another transport) does
-not fail the request: the reason goes to stderr and the ``mcp`` scenario reports it.
+``mcpCapabilities``: ``http`` and ``sse`` true; stdio servers are supported, as every agent
+must. For each entry of ``mcpServers`` (``session/new``, ``session/load``, ``session/resume``)
+the agent connects: a stdio entry's command is started (its ``args``; an environment of the
+usual base variables, ``PATH``, ``HOME``, ..., plus the entry's ``env``); an ``http`` entry is
+spoken to as streamable HTTP (each message POSTed to its ``url`` with its ``headers``, the
+answer read from the JSON or event-stream body); an ``sse`` entry's ``url`` is opened as an
+event stream whose ``endpoint`` event names where to POST. Then MCP ``initialize`` (protocol
+version ``2025-06-18``), ``notifications/initialized`` and ``tools/list`` (first page only);
+the tool names are remembered (replacing those of the session's previous setup), and the
+connection is closed (a stdio server's stdin closed and the process reaped, its process group
+terminated if it lingers). Each step is bounded (5 s to start and per answer; the servers of
+one request are connected concurrently). It has no model, so it never calls a tool: it
+connects, lists the tools and disconnects. A server that cannot be reached or does not answer
+does not fail the request: the reason goes to stderr and the ``mcp`` scenario reports it.
 
 Authentication
 --------------
@@ -115,7 +117,14 @@ None by default (``authMethods`` is empty). With ``SUBAGENTS_REFERENCE_REQUIRE_A
 method id, ``authMethods`` lists that one method (kind ``agent``), and ``session/new``,
 ``session/load``, ``session/resume``, ``session/set_mode``, ``session/set_config_option`` and
 ``session/prompt`` are ``-32000`` (auth required) until ``authenticate`` with that id has
-succeeded on the connection. ``authenticate`` with any other id is ``-32602``.
+succeeded on the connection. ``authenticate`` with any other id is ``-32602``. ``logout`` is
+advertised (``agentCapabilities.auth.logout``) and ends the connection's authentication.
+
+Additional directories
+----------------------
+``sessionCapabilities.additionalDirectories`` is advertised: ``session/new`` takes extra
+workspace roots, each of which must be absolute (``-32602`` otherwise); they are not used
+otherwise (the agent touches no files).
 """
 
 from __future__ import annotations
@@ -139,6 +148,9 @@ from subagents.rpc import RPCError
 from subagents.transports.acp_agent import Agent, AgentTurn, ClientConnection, run_agent
 
 if TYPE_CHECKING:
+    import anyio.abc
+    import httpx
+
     from subagents.protocol.acp import (
         AgentCapabilities,
         AuthenticateRequest,
@@ -153,7 +165,11 @@ if TYPE_CHECKING:
         ListSessionsResponse,
         LoadSessionRequest,
         LoadSessionResponse,
+        LogoutRequest,
+        LogoutResponse,
         McpServer,
+        McpServerHttp,
+        McpServerSse,
         McpServerStdio,
         NewSessionRequest,
         NewSessionResponse,
@@ -297,19 +313,43 @@ class _McpFailure(Exception):
     pass
 
 
+class _McpChannel:
+    """How JSON-RPC messages reach one MCP server and come back (one per transport)."""
+
+    async def send(self, message: dict[str, object]) -> None:
+        raise NotImplementedError
+
+    async def receive(self) -> dict[str, object]:
+        """The next message from the server (objects only; anything else is skipped)."""
+        raise NotImplementedError
+
+
 @final
-class _McpClient:
-    """The client end of one stdio MCP server: JSON-RPC 2.0, one message per line."""
+class _StdioChannel(_McpChannel):
+    """A child process: one JSON message per line on its stdin and stdout."""
 
     def __init__(self, child: AgentProcess) -> None:
         self.child = child
         self._buffer = bytearray()
-        self._ids = itertools.count(1)
 
-    async def _send(self, message: dict[str, object]) -> None:
+    async def send(self, message: dict[str, object]) -> None:
         import json
 
         await self.child.stdin.send(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+
+    async def receive(self) -> dict[str, object]:
+        import json
+
+        while True:
+            line = await self._read_line()
+            if not line.strip():
+                continue
+            try:
+                parsed: object = json.loads(line)
+            except ValueError:
+                raise _McpFailure(f"not JSON on stdout: {line[:200]!r}") from None
+            if isinstance(parsed, dict):
+                return cast("dict[str, object]", parsed)
 
     async def _read_line(self) -> bytes:
         while True:
@@ -322,31 +362,133 @@ class _McpClient:
                 raise _McpFailure(f"a line longer than {_MCP_MAX_LINE} bytes")
             self._buffer += await self.child.stdout.receive()
 
+
+def _sse_events(text: str) -> list[tuple[str, str]]:
+    """``(event, data)`` of each complete server-sent event in ``text``."""
+    events: list[tuple[str, str]] = []
+    for block in text.replace("\r\n", "\n").split("\n\n"):
+        name, data = "message", list[str]()
+        for line in block.split("\n"):
+            field, _, value = line.partition(":")
+            value = value.removeprefix(" ")
+            if field == "event":
+                name = value
+            elif field == "data":
+                data.append(value)
+        if data:
+            events.append((name, "\n".join(data)))
+    return events
+
+
+def _json_object(text: str) -> dict[str, object] | None:
+    import json
+
+    try:
+        parsed: object = json.loads(text)
+    except ValueError:
+        raise _McpFailure(f"not JSON: {text[:200]!r}") from None
+    return cast("dict[str, object]", parsed) if isinstance(parsed, dict) else None
+
+
+class _HttpChannel(_McpChannel):
+    """Streamable HTTP: each message is POSTed; answers come back as the response body (JSON,
+    or an event stream), kept until :meth:`receive` takes them. With ``sse=True``, the older
+    SSE transport: answers arrive on a GET event stream, whose ``endpoint`` event names where
+    to POST."""
+
+    def __init__(self, client: httpx.AsyncClient, url: str, headers: dict[str, str]) -> None:
+        self.client = client
+        self.url = url
+        self.headers = headers
+        self.session_header: str | None = None
+        self.send_answers, self.answers = anyio.create_memory_object_stream[dict[str, object]](64)
+
+    async def send(self, message: dict[str, object]) -> None:
+        headers = {
+            **self.headers,
+            "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json",
+        }
+        if self.session_header is not None:
+            headers["Mcp-Session-Id"] = self.session_header
+        response = await self.client.post(self.url, json=message, headers=headers)
+        if response.status_code >= 400:
+            raise _McpFailure(f"HTTP {response.status_code} from {self.url}")
+        self.session_header = response.headers.get("mcp-session-id", self.session_header)
+        kind = response.headers.get("content-type", "")
+        if response.status_code == 202 or not response.content:
+            return
+        bodies = (
+            [data for _, data in _sse_events(response.text)]
+            if kind.startswith("text/event-stream")
+            else [response.text]
+        )
+        for body in bodies:
+            answer = _json_object(body)
+            if answer is not None:
+                await self.send_answers.send(answer)
+
+    async def receive(self) -> dict[str, object]:
+        return await self.answers.receive()
+
+
+@final
+class _SseChannel(_HttpChannel):
+    async def listen(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        """Read the event stream: the endpoint first (then started), then the answers."""
+        from urllib.parse import urljoin
+
+        async with self.client.stream("GET", self.url, headers=self.headers) as response:
+            if response.status_code >= 400:
+                raise _McpFailure(f"HTTP {response.status_code} from {self.url}")
+            buffer = ""
+            started = False
+            async for chunk in response.aiter_text():
+                buffer += chunk.replace("\r\n", "\n")
+                complete, _, buffer = buffer.rpartition("\n\n")
+                for name, data in _sse_events(complete):
+                    if name == "endpoint" and not started:
+                        self.url = urljoin(self.url, data)
+                        started = True
+                        task_status.started()
+                    elif name == "message" and started:
+                        answer = _json_object(data)
+                        if answer is not None:
+                            await self.send_answers.send(answer)
+        raise _McpFailure("the event stream ended")
+
+    async def send(self, message: dict[str, object]) -> None:
+        response = await self.client.post(self.url, json=message, headers=self.headers)
+        if response.status_code >= 400:
+            raise _McpFailure(f"HTTP {response.status_code} from {self.url}")
+
+
+@final
+class _McpClient:
+    """The client end of one MCP server (JSON-RPC 2.0) over any :class:`_McpChannel`."""
+
+    def __init__(self, channel: _McpChannel) -> None:
+        self.channel = channel
+        self._ids = itertools.count(1)
+
     async def notify(self, method: str) -> None:
-        await self._send({"jsonrpc": "2.0", "method": method})
+        await self.channel.send({"jsonrpc": "2.0", "method": method})
 
     async def request(self, method: str, params: dict[str, object]) -> dict[str, object]:
         """Send a request; its result, within :data:`_MCP_TIMEOUT` seconds."""
-        import json
-
         request_id = next(self._ids)
-        await self._send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
         with anyio.move_on_after(_MCP_TIMEOUT):
+            await self.channel.send(
+                {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+            )
             while True:
-                line = await self._read_line()
-                if not line.strip():
-                    continue
-                try:
-                    parsed: object = json.loads(line)
-                except ValueError:
-                    raise _McpFailure(f"not JSON on stdout: {line[:200]!r}") from None
-                if not isinstance(parsed, dict):
-                    continue
-                message = cast("dict[str, object]", parsed)
+                message = await self.channel.receive()
                 if "method" in message:
                     if "id" in message:  # a request from the server: we offer nothing
                         error = {"code": -32601, "message": "Method not found"}
-                        await self._send({"jsonrpc": "2.0", "id": message["id"], "error": error})
+                        await self.channel.send(
+                            {"jsonrpc": "2.0", "id": message["id"], "error": error}
+                        )
                     continue
                 if message.get("id") != request_id:
                     continue
@@ -381,6 +523,39 @@ class _McpClient:
         return tuple(names)
 
 
+def _skipped(name: str, error: str) -> _McpResult:
+    sys.stderr.write(f"reference agent: MCP server {name!r} skipped: {error}\n")
+    sys.stderr.flush()
+    return _McpResult(name, error=error)
+
+
+async def _connect_remote(server: McpServerHttp | McpServerSse) -> _McpResult:
+    """Connect to one HTTP or SSE MCP server, list its tools, disconnect; never raises (but
+    cancellation)."""
+    import httpx
+
+    headers = {header.name: header.value for header in server.headers}
+    tools: tuple[str, ...] = ()
+    error: str | None = None
+    try:
+        async with httpx.AsyncClient(timeout=_MCP_TIMEOUT) as client:
+            if isinstance(server, acp.McpServerHttp):
+                tools = await _McpClient(_HttpChannel(client, server.url, headers)).handshake()
+            else:
+                channel = _SseChannel(client, server.url, headers)
+                async with anyio.create_task_group() as tg:
+                    with anyio.fail_after(_MCP_TIMEOUT):
+                        await tg.start(channel.listen)
+                    tools = await _McpClient(channel).handshake()
+                    tg.cancel_scope.cancel()
+    except* (_McpFailure, TimeoutError, httpx.HTTPError, OSError) as group:
+        first = group.exceptions[0]
+        error = str(first) or type(first).__name__
+    if error is not None:
+        return _skipped(server.name, error)
+    return _McpResult(server.name, tools)
+
+
 async def _connect_stdio(server: McpServerStdio) -> _McpResult:
     """Start one stdio MCP server, list its tools, stop it; never raises (but cancellation)."""
     from subagents.transports.process import ProcessStartError, open_agent_process
@@ -399,7 +574,7 @@ async def _connect_stdio(server: McpServerStdio) -> _McpResult:
             name=f"mcp-{server.name}",
         ) as child:
             try:
-                tools = await _McpClient(child).handshake()
+                tools = await _McpClient(_StdioChannel(child)).handshake()
             except (_McpFailure, anyio.EndOfStream) as exc:
                 error = str(exc) or "the server closed its stdout"
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
@@ -411,9 +586,7 @@ async def _connect_stdio(server: McpServerStdio) -> _McpResult:
     except (ValueError, OSError) as exc:
         error = f"{type(exc).__name__}: {exc}"
     if error is not None:
-        sys.stderr.write(f"reference agent: MCP server {server.name!r} skipped: {error}\n")
-        sys.stderr.flush()
-        return _McpResult(server.name, error=error)
+        return _skipped(server.name, error)
     return _McpResult(server.name, tools)
 
 
@@ -424,10 +597,11 @@ async def _connect_mcp(servers: Sequence[McpServer]) -> list[_McpResult]:
     async def connect(index: int, server: McpServer) -> None:
         if isinstance(server, acp.McpServerStdio):
             results[index] = await _connect_stdio(server)
-            return
-        error = f"the {server.type} transport is not supported (only stdio is advertised)"
-        sys.stderr.write(f"reference agent: MCP server {server.name!r} skipped: {error}\n")
-        results[index] = _McpResult(server.name, error=error)
+        elif isinstance(server, acp.McpServerHttp | acp.McpServerSse):
+            results[index] = await _connect_remote(server)
+        else:
+            error = f"the {server.type} transport is not supported"
+            results[index] = _skipped(server.name, error)
 
     async with anyio.create_task_group() as tg:
         for index, server in enumerate(servers):
@@ -750,8 +924,11 @@ class ReferenceAgent(Agent):
         capabilities.prompt_capabilities = acp.PromptCapabilities(
             image=True, audio=True, embedded_context=True
         )
-        # session-setup.mdx: every agent MUST support stdio MCP servers; no others here.
-        capabilities.mcp_capabilities = acp.McpCapabilities(http=False, sse=False)
+        # session-setup.mdx: every agent MUST support stdio MCP servers; HTTP and SSE too here.
+        capabilities.mcp_capabilities = acp.McpCapabilities(http=True, sse=True)
+        sessions = capabilities.session_capabilities or acp.SessionCapabilities()
+        sessions.additional_directories = acp.SessionAdditionalDirectoriesCapabilities()
+        capabilities.session_capabilities = sessions
         return capabilities
 
     async def initialize(
@@ -780,6 +957,10 @@ class ReferenceAgent(Agent):
         self._authenticated.add(conn)
         return acp.AuthenticateResponse()
 
+    async def logout(self, params: LogoutRequest, conn: ClientConnection) -> LogoutResponse:
+        self._authenticated.discard(conn)
+        return acp.LogoutResponse()
+
     def _check_auth(self, conn: ClientConnection) -> None:
         if self.auth_method is None or conn in self._authenticated:
             return
@@ -805,6 +986,11 @@ class ReferenceAgent(Agent):
     ) -> NewSessionResponse:
         self._check_auth(conn)
         self._check_cwd(params.cwd)
+        for directory in params.additional_directories or ():
+            if not os.path.isabs(directory):
+                raise RPCError.invalid_params(
+                    {"additionalDirectories": "each must be an absolute path", "value": directory}
+                )
         mcp = await _connect_mcp(params.mcp_servers)
         session = _Session(_new_id(), params.cwd, mcp=mcp)
         self.sessions[session.session_id] = session

@@ -48,6 +48,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("--auth-method", metavar="ID", help="authenticate with this method first")
     parser.add_argument(
+        "--allow-logout",
+        action="store_true",
+        help="exercise logout when advertised (it may revoke the credentials the agent uses)",
+    )
+    parser.add_argument(
         "--only", action="append", metavar="ID", help="run only this requirement (repeatable)"
     )
     parser.add_argument("--prompt", default="Hello", help="text of an ordinary prompt")
@@ -142,6 +147,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         startup_timeout=args.startup_timeout,
         check_timeout=args.check_timeout,
         auth_method=args.auth_method,
+        allow_logout=args.allow_logout,
         prompt=args.prompt,
         cancel_prompt=args.cancel_prompt,
     )

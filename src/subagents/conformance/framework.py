@@ -66,6 +66,8 @@ class Options:
     check_timeout: float = 60.0
     """Bound on one whole check."""
     auth_method: str | None = None
+    allow_logout: bool = False
+    """Exercise ``logout`` (it may revoke the credentials the agent runs with)."""
     prompt: str = "Hello"
     """The text of an ordinary prompt."""
     cancel_prompt: str = "slow"

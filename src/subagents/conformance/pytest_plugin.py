@@ -9,7 +9,9 @@ Each runs the same check as ``subagents conformance`` in fresh agent processes. 
 mandatory or capability requirement fails its test (with the transcript's last lines); an
 advisory failure fails too, marked by its tier in the message; skipped checks, closed gates
 and authentication blocks are skips; the baseline's expected failures are xfails;
-informational findings pass and are attached as the test's ``user_properties``.
+informational findings pass and are attached as the test's ``user_properties``. The schema
+requirements (ACP-SCHEMA-001/002) run last: they judge every message the agent sent in the
+session's earlier checks too.
 """
 
 from __future__ import annotations
@@ -24,12 +26,13 @@ import pytest
 
 from .framework import Options, Probe
 from .requirements import REQUIREMENTS, Requirement
-from .runner import RequirementResult, Status, probe_agent, run_check
+from .runner import RUN_WIDE, RequirementResult, Status, judge_run_wide, probe_agent, run_check
 
 __all__ = ("ConformanceFailure", "ConformanceItem")
 
 _PROBE = pytest.StashKey[Probe]()
 _WORKDIR = pytest.StashKey[Path]()
+_RESULTS = pytest.StashKey[dict[str, RequirementResult]]()
 
 
 class ConformanceFailure(Exception):
@@ -42,6 +45,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("acp-conformance", "ACP conformance suite (subagents)")
     group.addoption("--acp-agent", metavar="COMMAND", help="agent command to check (shell syntax)")
     group.addoption("--acp-auth-method", metavar="ID", help="authenticate with this method first")
+    group.addoption(
+        "--acp-allow-logout",
+        action="store_true",
+        help="exercise logout when advertised (it may revoke the credentials the agent uses)",
+    )
     group.addoption("--acp-timeout", type=float, default=15.0, help="bound on each answer")
     group.addoption("--acp-startup-timeout", type=float, default=30.0, help="bound on initialize")
     group.addoption("--acp-prompt", default="Hello", help="text of an ordinary prompt")
@@ -67,6 +75,7 @@ def _options(config: pytest.Config) -> Options:
         timeout=cast(float, config.getoption("--acp-timeout")),
         startup_timeout=cast(float, config.getoption("--acp-startup-timeout")),
         auth_method=config.getoption("--acp-auth-method"),
+        allow_logout=bool(config.getoption("--acp-allow-logout")),
         prompt=cast(str, config.getoption("--acp-prompt")),
         cancel_prompt=cast(str, config.getoption("--acp-cancel-prompt")),
     )
@@ -97,6 +106,12 @@ class ConformanceItem(pytest.Item):
             probe = anyio.run(probe_agent, options)
             config.stash[_PROBE] = probe
         result = anyio.run(run_check, self.requirement, options, probe)
+        # The schema requirements are judged over every message of the session's checks:
+        # they run last (see pytest_collection_modifyitems) and see the results before them.
+        earlier = config.stash.setdefault(_RESULTS, {})
+        earlier[self.requirement.id] = result
+        if self.requirement.id in RUN_WIDE:
+            judge_run_wide({**earlier, self.requirement.id: result})
         expected = _baseline(config).get(self.requirement.id)
         for note in result.notes:
             self.user_properties.append(("note", note))
@@ -149,6 +164,7 @@ def pytest_collection_modifyitems(
         )
         for requirement in REQUIREMENTS.values()
     ]
+    added.sort(key=lambda item: cast(ConformanceItem, item).requirement.id in RUN_WIDE)
     keyword = config.getoption("keyword")
     if keyword:
         from _pytest.mark import KeywordMatcher  # pyright: ignore[reportPrivateImportUsage]

@@ -129,7 +129,8 @@ _ALL: tuple[Requirement, ...] = (
     Requirement(
         "ACP-JSONRPC-004",
         Tier.ADVISORY,
-        "An unknown method is answered with error -32601 (method not found).",
+        "An unknown method, whether _-prefixed (a custom request) or not, is answered with "
+        "error -32601 (method not found).",
         "extensibility.mdx#custom-requests",
         "#/$defs/ErrorCode",
     ),
@@ -172,8 +173,9 @@ _ALL: tuple[Requirement, ...] = (
     Requirement(
         "ACP-SCHEMA-001",
         Tier.MANDATORY,
-        "Every message the agent sends in a basic exchange (initialize, session/new, a prompt "
-        "turn with its updates) validates against the vendored v1 schema.",
+        "Every message the agent sends validates against the vendored v1 schema: the basic "
+        "exchange of this check (initialize, session/new, a prompt turn with its updates) and "
+        "every message of every other check of the run.",
         "overview.mdx",
         "#/$defs/AgentResponse",
     ),
@@ -181,7 +183,8 @@ _ALL: tuple[Requirement, ...] = (
         "ACP-SCHEMA-002",
         Tier.ADVISORY,
         "The agent's params and results carry no fields the schema does not define, outside "
-        "_meta (a leniency-only defect: clients that are strict reject them).",
+        "_meta (a leniency-only defect: clients that are strict reject them); judged over every "
+        "message of the run, like ACP-SCHEMA-001.",
         "extensibility.mdx#the-_meta-field",
     ),
     # -- sessions -------------------------------------------------------------------------
@@ -220,6 +223,24 @@ _ALL: tuple[Requirement, ...] = (
         "session-setup.mdx#mcp-servers",
     ),
     Requirement(
+        "ACP-MCP-003",
+        Tier.CAPABILITY,
+        "An agent advertising mcpCapabilities.http accepts an HTTP MCP server in session/new "
+        "(the suite serves one on 127.0.0.1).",
+        "session-setup.mdx#mcp-servers",
+        "#/$defs/McpServerHttp",
+        gate="agentCapabilities.mcpCapabilities.http",
+    ),
+    Requirement(
+        "ACP-MCP-004",
+        Tier.CAPABILITY,
+        "An agent advertising mcpCapabilities.sse accepts an SSE MCP server in session/new "
+        "(the suite serves one on 127.0.0.1).",
+        "session-setup.mdx#mcp-servers",
+        "#/$defs/McpServerSse",
+        gate="agentCapabilities.mcpCapabilities.sse",
+    ),
+    Requirement(
         "ACP-LOAD-001",
         Tier.CAPABILITY,
         "session/load of a session created on the same connection succeeds.",
@@ -238,9 +259,26 @@ _ALL: tuple[Requirement, ...] = (
     Requirement(
         "ACP-LOAD-003",
         Tier.ADVISORY,
+        "The result of session/load is an object ({}), not null.",
+        "session-setup.mdx#loading-sessions",
+        "#/$defs/LoadSessionResponse",
+        gate="agentCapabilities.loadSession",
+    ),
+    Requirement(
+        "ACP-LOAD-004",
+        Tier.ADVISORY,
         "session/load of a session id that never existed is an error, not a success.",
         "session-setup.mdx#loading-sessions",
         gate="agentCapabilities.loadSession",
+    ),
+    Requirement(
+        "ACP-ADDDIRS-001",
+        Tier.CAPABILITY,
+        "session/new with an absolute additionalDirectories entry is accepted, and the session "
+        "takes a prompt.",
+        "session-setup.mdx",
+        "#/$defs/SessionAdditionalDirectoriesCapabilities",
+        gate="agentCapabilities.sessionCapabilities.additionalDirectories",
     ),
     Requirement(
         "ACP-RESUME-001",
@@ -489,18 +527,36 @@ _ALL: tuple[Requirement, ...] = (
     # -- authentication -------------------------------------------------------------------
     Requirement(
         "ACP-AUTH-001",
-        Tier.MANDATORY,
-        "The advertised authMethods have unique ids.",
+        Tier.ADVISORY,
+        "The advertised authMethods have unique ids (the schema describes the id as unique; "
+        "no MUST says so).",
         "authentication.mdx",
         "#/$defs/AuthMethod",
     ),
     Requirement(
         "ACP-AUTH-002",
+        Tier.MANDATORY,
+        "No auth method of type terminal is advertised to a client that did not enable "
+        "terminal authentication (clientCapabilities.auth.terminal).",
+        "authentication.mdx",
+        "#/$defs/AuthMethodTerminal",
+    ),
+    Requirement(
+        "ACP-AUTH-003",
         Tier.CAPABILITY,
         "authenticate with the chosen method succeeds, and session/new works after it.",
         "authentication.mdx",
         "#/$defs/AuthenticateResponse",
         gate="--auth-method",
+    ),
+    Requirement(
+        "ACP-AUTH-004",
+        Tier.CAPABILITY,
+        "logout, when advertised (agentCapabilities.auth.logout), succeeds with an object "
+        "result (exercised only with --allow-logout: it may revoke real credentials).",
+        "authentication.mdx",
+        "#/$defs/LogoutResponse",
+        gate="agentCapabilities.auth.logout",
     ),
     # -- errors and hygiene ---------------------------------------------------------------
     Requirement(
@@ -534,6 +590,13 @@ _ALL: tuple[Requirement, ...] = (
         Tier.INFORMATIONAL,
         "What the agent does with a line that is not JSON (then whether it still answers).",
         "transports.mdx",
+    ),
+    Requirement(
+        "ACP-INFO-INVALIDREQ-001",
+        Tier.INFORMATIONAL,
+        "What the agent does with a JSON object that is not a JSON-RPC message (then whether it "
+        "still answers).",
+        "overview.mdx",
     ),
     Requirement(
         "ACP-INFO-BATCH-001",

@@ -14,7 +14,7 @@ import enum
 import os
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -36,7 +36,15 @@ from .framework import (
 from .requirements import REQUIREMENTS, Requirement, Tier
 from .wire import AgentWire, ClientSide, WireError, open_wire
 
-__all__ = ("Baseline", "RequirementResult", "Status", "SuiteReport", "run_suite")
+__all__ = (
+    "RUN_WIDE",
+    "Baseline",
+    "RequirementResult",
+    "Status",
+    "SuiteReport",
+    "judge_run_wide",
+    "run_suite",
+)
 
 del _checks
 
@@ -94,6 +102,11 @@ class RequirementResult:
     """The baseline's reason, when the baseline expects this requirement to fail."""
     intermittent: bool = False
     """The baseline knows this requirement fails only sometimes: a pass is not stale."""
+    schema_errors: list[str] = field(default_factory=list[str])
+    """Schema violations in the messages the agent sent during this check (each with the
+    line), judged by ACP-SCHEMA-001 over the whole run."""
+    unknown_fields: list[str] = field(default_factory=list[str])
+    """Fields outside the schema in those messages (judged by ACP-SCHEMA-002)."""
 
     @property
     def judged(self) -> bool:
@@ -215,6 +228,28 @@ async def probe_agent(options: Options) -> Probe:
     return probe
 
 
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    found: list[BaseException] = []
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            found.extend(_leaves(cast(BaseExceptionGroup[BaseException], exc)))
+        else:
+            found.append(exc)
+    return found
+
+
+async def _unwrapped(check: Callable[[CheckContext], Awaitable[None]], ctx: CheckContext) -> None:
+    """Run ``check``; an outcome raised inside a task group (say the block of a server the
+    check runs) comes out as itself, not wrapped in an exception group."""
+    try:
+        await check(ctx)
+    except BaseExceptionGroup as group:
+        leaves = _leaves(group)
+        if len(leaves) == 1 and isinstance(leaves[0], Exception):
+            raise leaves[0] from group
+        raise
+
+
 async def run_check(requirement: Requirement, options: Options, probe: Probe) -> RequirementResult:
     """Run one requirement's check (or judge it not applicable)."""
     if (
@@ -237,7 +272,7 @@ async def run_check(requirement: Requirement, options: Options, probe: Probe) ->
     message = ""
     try:
         with anyio.fail_after(options.check_timeout):
-            await CHECKS[requirement.id](ctx)
+            await _unwrapped(CHECKS[requirement.id], ctx)
     except CheckFailed as exc:
         status, message = Status.FAIL, str(exc)
     except CheckSkipped as exc:
@@ -257,11 +292,69 @@ async def run_check(requirement: Requirement, options: Options, probe: Probe) ->
         status, message = Status.FAIL, f"the check raised {type(exc).__name__}: {exc}"
     duration = time.monotonic() - started
     result = RequirementResult(requirement, status, message, duration, list(ctx.notes))
+    result.schema_errors, result.unknown_fields = _schema_findings(ctx.wires)
     if status in (Status.FAIL, Status.SKIP, Status.BLOCKED):
         result.transcript, result.stderr_tail = _transcript(ctx.wires)
     if status is Status.INFO and not message:
         result.message = "; ".join(ctx.notes)
     return result
+
+
+SCHEMA_FINDINGS_KEPT = 20
+"""At most this many schema findings of one check are kept for the run-wide judgement."""
+
+
+def _schema_findings(wires: Iterable[AgentWire]) -> tuple[list[str], list[str]]:
+    errors: list[str] = []
+    unknown: list[str] = []
+    for wire in wires:
+        for line in wire.agent_lines():
+            errors.extend(e for e in line.schema_errors if e not in errors)
+            unknown.extend(u for u in line.unknown_fields if u not in unknown)
+    return errors[:SCHEMA_FINDINGS_KEPT], unknown[:SCHEMA_FINDINGS_KEPT]
+
+
+RUN_WIDE: dict[str, tuple[str, Callable[[RequirementResult], list[str]]]] = {
+    "ACP-SCHEMA-001": ("schema violation", lambda result: result.schema_errors),
+    "ACP-SCHEMA-002": ("field outside the schema", lambda result: result.unknown_fields),
+}
+"""Requirements judged over every message of the run, not only their own check's exchange:
+what each finds, and where a check's result keeps it."""
+
+
+def judge_run_wide(results: Mapping[str, RequirementResult]) -> None:
+    """Fail ACP-SCHEMA-001/002 (when they ran) for findings in any other check's exchange
+    that their own exchange did not show, naming the finding and the checks where it was seen
+    (so a bad session/list result fails the schema requirement even though the basic exchange
+    was clean)."""
+    for requirement_id, (what, findings_of) in RUN_WIDE.items():
+        judged = results.get(requirement_id)
+        if judged is None or judged.status is Status.NOT_APPLICABLE:
+            continue
+        own = set(findings_of(judged))
+        seen_in: dict[str, list[str]] = {}
+        for other_id, other in results.items():
+            if other_id != requirement_id:
+                for finding in findings_of(other):
+                    if finding not in own:
+                        seen_in.setdefault(finding, []).append(other_id)
+        if not seen_in:
+            continue
+        described = [
+            f"{finding} (in {', '.join(checks[:3])}{' and others' if len(checks) > 3 else ''})"
+            for finding, checks in seen_in.items()
+        ]
+        judged.notes.extend(described)
+        plural = "s" if len(described) > 1 else ""
+        summary = (
+            f"{len(described)} {what}{plural} in the exchanges of other checks: "
+            + "; ".join(described[:3])
+            + (f" (and {len(described) - 3} more)" if len(described) > 3 else "")
+        )
+        if judged.status is Status.FAIL:
+            judged.message = f"{judged.message}; and {summary}"
+        elif judged.status in (Status.PASS, Status.SKIP):
+            judged.status, judged.message = Status.FAIL, summary
 
 
 def _in_workdir(options: Options, root: str) -> Options:
@@ -289,7 +382,11 @@ async def run_suite(
     """
     if jobs < 1:
         raise ValueError("jobs must be at least 1")
-    wanted = list(REQUIREMENTS.values()) if only is None else [REQUIREMENTS[i] for i in only]
+    if only is None:
+        wanted = list(REQUIREMENTS.values())
+    else:
+        chosen = {REQUIREMENTS[i].id for i in only}  # an unknown id is a KeyError
+        wanted = [r for r in REQUIREMENTS.values() if r.id in chosen]  # in the registry's order
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="acp-conformance-") as root:
         options = _in_workdir(options, root)
@@ -312,6 +409,7 @@ async def run_suite(
         async with anyio.create_task_group() as tg:
             for requirement in wanted:
                 tg.start_soon(one, requirement)
+    judge_run_wide(results)
     agent = None
     if probe.init is not None:
         info = probe.init.get("agentInfo")

@@ -5,6 +5,10 @@ The model sees only ``{description, prompt}``. The tool passes its execution sig
 outcome that is not ``completed`` into an error result (never partial output presented as
 success). When both the result and the disposal fail, both diagnostics survive. To expose two
 transports, register two tools bound to different providers under distinct names.
+
+The tool's description is the caller's, else the bound provider's ``tool_description``
+attribute when it has one (``ForkProvider`` says the child starts from this conversation),
+else :data:`DEFAULT_DESCRIPTION` (the child sees nothing but the prompt).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from ..providers.contract import (
 from ..providers.service import SubagentService
 from .tools import ToolResult, ToolSpec
 
-__all__ = ("SUBAGENT_INPUT_SCHEMA", "SubagentTool")
+__all__ = ("DEFAULT_DESCRIPTION", "SUBAGENT_INPUT_SCHEMA", "SubagentTool")
 
 SUBAGENT_INPUT_SCHEMA: Final[Mapping[str, JsonValue]] = {
     "type": "object",
@@ -40,6 +44,24 @@ SUBAGENT_INPUT_SCHEMA: Final[Mapping[str, JsonValue]] = {
     "required": ["description", "prompt"],
     "additionalProperties": False,
 }
+
+
+DEFAULT_DESCRIPTION: Final = (
+    "Delegate a self-contained task to a subagent and get its final answer. "
+    "The subagent does not see this conversation: put everything it needs in the prompt."
+)
+"""What the model is told when neither the caller nor the provider says otherwise."""
+
+
+def _default_description(service: SubagentService, provider: str) -> str:
+    """The provider's own ``tool_description`` (a fork's child does see the conversation),
+    else :data:`DEFAULT_DESCRIPTION`."""
+    try:
+        bound = service.provider(provider)
+    except SubagentError:
+        return DEFAULT_DESCRIPTION
+    own: object = getattr(bound, "tool_description", None)
+    return own if isinstance(own, str) and own else DEFAULT_DESCRIPTION
 
 
 @final
@@ -60,14 +82,7 @@ class SubagentTool:
         """The one provider this tool is bound to (not a parameter the model can choose)."""
         self._parent_session = parent_session
         self._spec = ToolSpec(
-            name,
-            description
-            or (
-                "Delegate a self-contained task to a subagent and get its final answer. "
-                "The subagent does not see this conversation: put everything it needs in the "
-                "prompt."
-            ),
-            SUBAGENT_INPUT_SCHEMA,
+            name, description or _default_description(service, provider), SUBAGENT_INPUT_SCHEMA
         )
 
     @property

@@ -99,6 +99,10 @@ class ChildRun(abc.ABC, Generic[ProviderT]):
         """Why the start failed, when it did."""
         return self._start_error
 
+    def start_error_code(self) -> SubagentErrorCode:
+        """The stable code of the start failure (a transport may say more than START_FAILED)."""
+        return SubagentErrorCode.START_FAILED
+
     async def wait_started(self) -> None:
         """Return once the run is published or its start failed."""
         await self._phase.wait()
@@ -349,7 +353,7 @@ class ChildProvider:
         if not run.published:
             error = run.start_error
             raise SubagentError(
-                SubagentErrorCode.START_FAILED,
+                run.start_error_code(),
                 f"{what} did not start: {error}",
                 provider=self._name,
             ) from error

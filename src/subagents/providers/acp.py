@@ -61,7 +61,13 @@ class AcpRun(ChildRun["AcpProvider"]):
         ProtocolVersionError,
         RPCError,
         ConnectionClosedError,
+        CapabilityError,
     )
+
+    def start_error_code(self) -> SubagentErrorCode:
+        if isinstance(self.start_error, CapabilityError):
+            return SubagentErrorCode.UNSUPPORTED_CAPABILITY
+        return SubagentErrorCode.START_FAILED
 
     def __init__(self, provider: str, progress_capacity: int) -> None:
         super().__init__(provider, progress_capacity)

@@ -2,10 +2,13 @@
 
 start = spawn ``codex app-server`` + ``initialize`` + ``thread/start``; the run is published
 once the thread exists (its child id is ``"<provider name>:<thread id>"``). The prompt runs as
-one turn. Live progress comes from the turn's item events: agent message deltas -> ``text``,
-reasoning (summary and raw deltas, or the completed item) -> ``thought``, command executions
-and file changes (started and completed) -> ``tool_call``, ``turn/plan/updated`` and plan
-deltas -> ``plan``, upstream ``error`` notifications -> ``other``.
+one turn. Live progress comes from the turn's typed item events: agent message deltas ->
+``text`` (``data["item_id"]`` names the message: messages can interleave), reasoning summary
+and raw deltas -> ``thought`` (``item_id``, ``part`` and ``index`` in ``data``; a reasoning
+item completed without deltas gives its summary once), command executions and file changes
+(started and completed) -> ``tool_call``, ``turn/plan/updated`` -> ``plan`` (one
+``[status] step`` line per step, the steps in ``data``), plan deltas -> ``plan``, upstream
+``error`` notifications -> ``other``.
 
 How a run ends:
 
@@ -69,7 +72,9 @@ from ..transports.codex_app_server import (
     CodexThread,
     ItemCompleted,
     ItemStarted,
-    OtherEvent,
+    PlanDelta,
+    PlanUpdated,
+    ReasoningDelta,
     TokenUsage,
     TurnError,
     connect_codex,
@@ -111,11 +116,6 @@ _FAILURES: Final = (
 _INVALID_REQUEST_CODES: Final = frozenset({-32600, -32602})
 
 
-def _text_of(params: JsonValue, name: str) -> str:
-    value = params.get(name) if isinstance(params, dict) else None
-    return value if isinstance(value, str) else ""
-
-
 def _usage(usage: TokenUsage | None) -> dict[str, JsonValue] | None:
     if usage is None:
         return None
@@ -131,6 +131,17 @@ def _item_data(item: codex.ThreadItem, phase: str) -> dict[str, JsonValue]:
     return data
 
 
+def _plan(event: PlanUpdated) -> ProgressEvent:
+    """The whole plan as text, one ``[status] step`` line per step (the explanation first),
+    and as data (``explanation``, ``plan``: the steps as sent)."""
+    lines = [f"[{step.status}] {step.step}" for step in event.steps]
+    if event.explanation:
+        lines.insert(0, event.explanation)
+    steps = cast("list[JsonValue]", [step.model_dump(mode="json") for step in event.steps])
+    data: dict[str, JsonValue] = {"explanation": event.explanation, "plan": steps}
+    return ProgressEvent("plan", "\n".join(lines), data)
+
+
 @final
 class _ProgressMapper:
     """Turns the transport's typed turn events into contract progress events."""
@@ -141,17 +152,27 @@ class _ProgressMapper:
     def map(self, event: object) -> ProgressEvent | None:
         if isinstance(event, AgentMessageDelta):
             return ProgressEvent("text", event.delta, {"item_id": event.item_id})
+        if isinstance(event, ReasoningDelta):
+            self._reasoning_streamed.add(event.item_id)
+            data: dict[str, JsonValue] = {
+                "item_id": event.item_id,
+                "part": event.kind,
+                "index": event.index,
+            }
+            return ProgressEvent("thought", event.delta, data)
+        if isinstance(event, PlanUpdated):
+            return _plan(event)
+        if isinstance(event, PlanDelta):
+            return ProgressEvent("plan", event.delta, {"item_id": event.item_id})
         if isinstance(event, ItemStarted | ItemCompleted):
             phase = "started" if isinstance(event, ItemStarted) else "completed"
             return self._item(event.item, phase)
         if isinstance(event, TurnError):
-            data: dict[str, JsonValue] = {
+            error: dict[str, JsonValue] = {
                 "will_retry": event.will_retry,
                 "codex_error_info": event.codex_error_info,
             }
-            return ProgressEvent("other", event.message, data)
-        if isinstance(event, OtherEvent):
-            return self._other(event)
+            return ProgressEvent("other", event.message, error)
         return None
 
     def _item(self, item: codex.ThreadItem, phase: str) -> ProgressEvent | None:
@@ -164,21 +185,7 @@ class _ProgressMapper:
             if item.id in self._reasoning_streamed:
                 return None  # its text was already streamed as deltas
             text = "\n".join(item.summary or item.content)
-            return ProgressEvent("thought", text) if text else None
-        return None
-
-    def _other(self, event: OtherEvent) -> ProgressEvent | None:
-        method, params = event.method, event.params
-        if method in ("item/reasoning/summaryTextDelta", "item/reasoning/textDelta"):
-            item_id = _text_of(params, "itemId")
-            self._reasoning_streamed.add(item_id)
-            return ProgressEvent("thought", _text_of(params, "delta"), {"item_id": item_id})
-        if method == "turn/plan/updated" and isinstance(params, dict):
-            plan = params.get("plan")
-            steps = len(plan) if isinstance(plan, list) else 0
-            return ProgressEvent("plan", f"{steps} steps", params)
-        if method == "item/plan/delta":
-            return ProgressEvent("plan", _text_of(params, "delta"))
+            return ProgressEvent("thought", text, {"item_id": item.id}) if text else None
         return None
 
 

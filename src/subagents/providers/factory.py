@@ -180,6 +180,12 @@ def build_provider(spec: AgentSpec, context: BuildContext | None = None) -> Suba
     if kind == "codex":
         from .codex import CodexProvider
 
+        if spec.turn_deadline is not None and not spec.turn_deadline > 0:
+            from ..config import ConfigError
+
+            raise ConfigError(
+                f"{spec.name}: turn_deadline must be seconds > 0, not {spec.turn_deadline!r}"
+            )
         return CodexProvider(
             spec.command,
             name=spec.name,
@@ -188,6 +194,7 @@ def build_provider(spec: AgentSpec, context: BuildContext | None = None) -> Suba
             model=spec.model,
             approval_policy=_codex_policy(spec, context),
             startup_timeout=spec.startup_timeout,
+            turn_deadline=spec.turn_deadline,
         )
     if kind == "claude-code":
         from ..transports.claude_code import ClaudeOptions

@@ -28,6 +28,13 @@ class ForkProvider(InProcessProvider):
     """Children start with the parent's completed turns as their history."""
 
     _what = "ForkProvider"
+    tool_description = (
+        "Delegate a task to a subagent that starts from a copy of this conversation (its "
+        "completed turns) and get its final answer. It already knows the context: say what "
+        "to do. Its work does not enter this conversation, only its answer."
+    )
+    """What a :class:`~subagents.harness.subagent_tool.SubagentTool` bound to a fork provider
+    tells the model by default (the child does see the conversation)."""
 
     def __init__(
         self, runtime: AgentRuntime, *, name: str = "fork", progress_capacity: int = 256

@@ -20,9 +20,14 @@ of (the facts are in the project's research note on the real 0.171.0 binary):
 - notifications are routed by thread id, then by turn id, in arrival order; those that arrive
   before the turn knows its id (``turn/started`` may come before the ``turn/start`` answer)
   are held and replayed, so nothing is lost;
+- a turn's notifications become typed events: agent message deltas (grouped by item id:
+  messages can interleave; :attr:`CodexTurn.messages` joins them), reasoning summary and raw
+  deltas, plan updates and plan deltas, items started and completed (commands, file changes,
+  messages, reasoning), errors, token usage; anything else is an :class:`OtherEvent`;
 - every server request is answered: the two approval requests by an :data:`ApprovalPolicy`
-  (default :func:`decline_policy`; a policy that fails means ``decline``), every other one
-  with a JSON-RPC error (the server would otherwise wait forever);
+  (default :func:`decline_policy`; a policy that fails, or takes longer than
+  :data:`APPROVAL_TIMEOUT` seconds, means ``decline``), every other one with a JSON-RPC error
+  (the server would otherwise wait forever);
 - ``-32001`` (server overloaded) is retried with bounded exponential backoff;
 - a turn whose ``turn/completed`` never comes (a known upstream bug) is reconciled through
   ``thread/read`` when its thread goes idle or its deadline passes;
@@ -60,6 +65,7 @@ from ..rpc import ConnectionClosedError, Peer, Router, RPCError, open_peer
 from .process import AgentProcess, exit_reason_for, exited_while_open, open_agent_process
 
 __all__ = (
+    "APPROVAL_TIMEOUT",
     "AgentMessageDelta",
     "ApprovalPolicy",
     "ApprovalRequest",
@@ -73,6 +79,9 @@ __all__ = (
     "ItemCompleted",
     "ItemStarted",
     "OtherEvent",
+    "PlanDelta",
+    "PlanUpdated",
+    "ReasoningDelta",
     "TokenUsage",
     "TurnError",
     "TurnResult",
@@ -100,6 +109,11 @@ IDLE_GRACE: float = 2.0
 """Seconds ``turn/completed`` may lag behind the thread going idle before reconciling."""
 RECONCILE_TIMEOUT: float = 10.0
 """Seconds the reconciling ``thread/read`` may take."""
+APPROVAL_TIMEOUT: float = 300.0
+"""Seconds an approval policy may take to decide one request (the default of
+:func:`connect_codex`'s ``approval_timeout``); past it the request is answered ``decline``,
+since the server would wait forever for an answer that never comes. Generous, since the
+policy may be a person answering in a terminal."""
 
 _BACKLOG: Final = 256
 _VERSION = re.compile(r"/(\d+\.\d+\.\d+[\w.+-]*)")
@@ -179,6 +193,40 @@ class AgentMessageDelta:
 
 @final
 @dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """A piece of a reasoning item's text (``item/reasoning/summaryTextDelta`` when ``kind`` is
+    ``"summary"``, ``item/reasoning/textDelta`` when it is ``"text"``, the raw reasoning).
+    ``index`` is the part of the summary (or content) it extends; the completed
+    :class:`~subagents.protocol.codex.ReasoningItem` lists the parts whole."""
+
+    item_id: str
+    delta: str
+    kind: Literal["summary", "text"]
+    index: int
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class PlanUpdated:
+    """``turn/plan/updated``: the turn's whole plan as it stands now (each update replaces
+    the previous one)."""
+
+    steps: list[codex.TurnPlanStep]
+    explanation: str | None
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class PlanDelta:
+    """``item/plan/delta``: a piece of a plan item's text (experimental upstream: the pieces
+    need not add up to the completed item's text)."""
+
+    item_id: str
+    delta: str
+
+
+@final
+@dataclass(frozen=True, slots=True)
 class ItemStarted:
     item: codex.ThreadItem
 
@@ -219,7 +267,15 @@ class OtherEvent:
 
 
 CodexEvent: TypeAlias = (
-    AgentMessageDelta | ItemStarted | ItemCompleted | TurnError | TokenUsage | OtherEvent
+    AgentMessageDelta
+    | ReasoningDelta
+    | PlanUpdated
+    | PlanDelta
+    | ItemStarted
+    | ItemCompleted
+    | TurnError
+    | TokenUsage
+    | OtherEvent
 )
 
 
@@ -351,6 +407,7 @@ class CodexTurn:
         self._active = anyio.Event()  # turn/started (or the thread went active) was seen
         self._early: list[tuple[str, JsonValue]] = []
         self._items: list[codex.ThreadItem] = []
+        self._messages: dict[str, str] = {}
         self._usage: TokenUsage | None = None
         self._last_error: TurnError | None = None
         self._forced_failure: str | None = None
@@ -385,6 +442,14 @@ class CodexTurn:
     @property
     def done(self) -> bool:
         return self._done.is_set()
+
+    @property
+    def messages(self) -> dict[str, str]:
+        """The turn's agent messages by item id, in the order their first piece came: each
+        one's deltas joined (messages can interleave, so they are grouped by item id), then
+        its whole text once ``item/completed`` brings it. A copy, as received: it may be
+        ahead of the events read so far."""
+        return dict(self._messages)
 
     # -- interrupting
 
@@ -469,11 +534,28 @@ class CodexTurn:
             if method == methods.AGENT_MESSAGE_DELTA:
                 delta = codex.from_wire(codex.AgentMessageDeltaNotification, params)
                 event = AgentMessageDelta(delta.item_id, delta.delta)
+                self._messages[delta.item_id] = self._messages.get(delta.item_id, "") + delta.delta
+            elif method == methods.REASONING_SUMMARY_TEXT_DELTA:
+                summary = codex.from_wire(codex.ReasoningSummaryTextDeltaNotification, params)
+                event = ReasoningDelta(
+                    summary.item_id, summary.delta, "summary", summary.summary_index
+                )
+            elif method == methods.REASONING_TEXT_DELTA:
+                raw = codex.from_wire(codex.ReasoningTextDeltaNotification, params)
+                event = ReasoningDelta(raw.item_id, raw.delta, "text", raw.content_index)
+            elif method == methods.TURN_PLAN_UPDATED:
+                plan = codex.from_wire(codex.TurnPlanUpdatedNotification, params)
+                event = PlanUpdated(plan.plan, plan.explanation)
+            elif method == methods.PLAN_DELTA:
+                piece = codex.from_wire(codex.PlanDeltaNotification, params)
+                event = PlanDelta(piece.item_id, piece.delta)
             elif method == methods.ITEM_STARTED:
                 event = ItemStarted(codex.from_wire(codex.ItemStartedNotification, params).item)
             elif method == methods.ITEM_COMPLETED:
                 item = codex.from_wire(codex.ItemCompletedNotification, params).item
                 self._items.append(item)
+                if isinstance(item, codex.AgentMessageItem):
+                    self._messages[item.id] = item.text
                 event = ItemCompleted(item)
             elif method == methods.ERROR:
                 note = codex.from_wire(codex.ErrorNotification, params)
@@ -731,12 +813,15 @@ class CodexConnection:
         task_group: anyio.abc.TaskGroup,
         process: AgentProcess | None,
         approval_policy: ApprovalPolicy,
+        approval_timeout: float | None = None,
     ) -> None:
         self.peer = peer
         """The JSON-RPC peer, for methods this class does not wrap (use :meth:`request`)."""
         self.task_group = task_group
         self.process = process
         self.approval_policy = approval_policy
+        self.approval_timeout = approval_timeout
+        """Seconds the policy may take per request (``None``: :data:`APPROVAL_TIMEOUT`)."""
         self._init: codex.InitializeResponse | None = None
         self._threads: dict[str, _ThreadState] = {}
         self.unrouted: deque[tuple[str, JsonValue]] = deque(maxlen=_BACKLOG)
@@ -901,10 +986,24 @@ class CodexConnection:
         return {"decision": await self._decide(approval)}
 
     async def _decide(self, request: ApprovalRequest) -> Decision:
+        limit = APPROVAL_TIMEOUT if self.approval_timeout is None else self.approval_timeout
+        decision: Decision | None = None
         try:
-            decision = await self.approval_policy(request)
+            with anyio.move_on_after(limit) as bound:
+                decision = await self.approval_policy(request)
         except Exception:
             logger.exception("approval policy failed on %s; declining", request.method)
+            return "decline"
+        if bound.cancelled_caught:
+            logger.warning(
+                "approval policy did not decide %s (item %s, turn %s, thread %s) within %s s; "
+                "declining",
+                request.method,
+                request.item_id,
+                request.turn_id,
+                request.thread_id,
+                limit,
+            )
             return "decline"
         if decision not in _DECISIONS:
             logger.error("approval policy answered %r; declining", decision)
@@ -949,6 +1048,7 @@ async def connect_codex(
     client_name: str = "subagents",
     client_version: str = __version__,
     approval_policy: ApprovalPolicy | None = None,
+    approval_timeout: float | None = None,
     startup_timeout: float = 30.0,
     name: str | None = None,
 ) -> AsyncGenerator[CodexConnection, None]:
@@ -958,7 +1058,10 @@ async def connect_codex(
     The child runs in its own process group with an explicit environment (a documented base
     plus ``env``; the parent's whole environment only with ``inherit_env=True``), its stderr
     drained into a bounded tail. ``client_name`` becomes the upstream ``originator`` and the
-    user agent's prefix. Approval requests go to ``approval_policy`` (default: decline all).
+    user agent's prefix. Approval requests go to ``approval_policy`` (default: decline all);
+    a policy that has not decided within ``approval_timeout`` seconds (default
+    :data:`APPROVAL_TIMEOUT`, read when a request comes) is given up on: the request is
+    answered ``decline`` and a warning names it.
 
     Raises :class:`CodexStartupError` when codex exits, refuses or stays silent (for
     ``startup_timeout`` seconds) before answering ``initialize``. On exit of the block: stdin
@@ -966,6 +1069,8 @@ async def connect_codex(
     SIGKILL), bounded.
     """
     label = name or "codex"
+    if approval_timeout is not None and not approval_timeout > 0:
+        raise ValueError(f"approval_timeout must be > 0 seconds, not {approval_timeout!r}")
     policy: ApprovalPolicy = decline_policy if approval_policy is None else approval_policy
     raised: BaseException | None = None
     async with open_agent_process(
@@ -991,7 +1096,7 @@ async def connect_codex(
                 name=label,
             ) as peer,
         ):
-            connection = CodexConnection(peer, tg, process, policy)
+            connection = CodexConnection(peer, tg, process, policy, approval_timeout)
             connection._register(router)  # pyright: ignore[reportPrivateUsage]
 
             async def watch_connection() -> None:

@@ -281,6 +281,38 @@ SAMPLES: list[tuple[str, type[Any], dict[str, Any]]] = [
         {**WHERE, "itemId": "msg_bc09", "delta": "Hello from the"},
     ),
     (
+        "v2/ReasoningSummaryTextDeltaNotification.json",
+        codex.ReasoningSummaryTextDeltaNotification,
+        {**WHERE, "itemId": "rs_1", "delta": "Weighing the", "summaryIndex": 0},
+    ),
+    (
+        "v2/ReasoningTextDeltaNotification.json",
+        codex.ReasoningTextDeltaNotification,
+        {**WHERE, "itemId": "rs_1", "delta": "raw", "contentIndex": 1},
+    ),
+    (
+        "v2/TurnPlanUpdatedNotification.json",
+        codex.TurnPlanUpdatedNotification,
+        {
+            **WHERE,
+            "explanation": "Two steps.",
+            "plan": [
+                {"step": "Read the question", "status": "completed"},
+                {"step": "Answer it", "status": "inProgress"},
+            ],
+        },
+    ),
+    (
+        "v2/TurnPlanUpdatedNotification.json",
+        codex.TurnPlanUpdatedNotification,
+        {**WHERE, "explanation": None, "plan": []},
+    ),
+    (
+        "v2/PlanDeltaNotification.json",
+        codex.PlanDeltaNotification,
+        {**WHERE, "itemId": "plan-1", "delta": "1. look"},
+    ),
+    (
         "v2/ThreadTokenUsageUpdatedNotification.json",
         codex.ThreadTokenUsageUpdatedNotification,
         {**WHERE, "tokenUsage": {"total": USAGE, "last": USAGE, "modelContextWindow": 258400}},

@@ -35,6 +35,19 @@ async def malformed_json(ctx: CheckContext) -> None:
         )
 
 
+@check("ACP-INFO-INVALIDREQ-001")
+async def not_an_envelope(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        await ctx.ready(wire)
+        start = len(wire.lines)
+        await wire.send_raw(b'{"foo": "bar"}\n')
+        await wire.quiet(ctx.options.quiet_period)
+        ctx.note(
+            f"a JSON object that is no JSON-RPC message got: {_after(wire, start + 1)}; "
+            f"{await _still_answers(ctx, wire)}"
+        )
+
+
 @check("ACP-INFO-BATCH-001")
 async def batch(ctx: CheckContext) -> None:
     async with ctx.agent() as wire:

@@ -11,6 +11,7 @@ from typing import Any, cast
 import anyio
 
 from ..framework import CheckContext, check
+from ..mcp_http import serve_mcp_http
 from ._common import basic_exchange, result_dict
 
 
@@ -101,10 +102,40 @@ async def auth_method_ids_are_unique(ctx: CheckContext) -> None:
 
 
 @check("ACP-AUTH-002")
+async def no_terminal_auth_unless_enabled(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        init = await ctx.ready(wire)  # this client does not enable terminal authentication
+        methods = cast(list[Any], init.get("authMethods") or [])
+        terminal = [
+            str(cast(dict[str, Any], m).get("id"))
+            for m in methods
+            if isinstance(m, dict) and cast(dict[str, Any], m).get("type") == "terminal"
+        ]
+        if terminal:
+            ctx.fail(
+                "auth method(s) of type terminal advertised to a client without "
+                f"clientCapabilities.auth.terminal: {', '.join(terminal)}"
+            )
+
+
+@check("ACP-AUTH-003")
 async def authenticate_then_session(ctx: CheckContext) -> None:
     async with ctx.agent() as wire:
         await ctx.ready(wire)  # authenticates with --auth-method
         await ctx.new_session(wire)
+
+
+@check("ACP-AUTH-004")
+async def logout_succeeds(ctx: CheckContext) -> None:
+    if not ctx.options.allow_logout:
+        ctx.skip("logout may revoke the credentials the agent uses: pass --allow-logout")
+    async with ctx.agent() as wire:
+        await ctx.ready(wire)  # authenticates first when --auth-method is given
+        response = await ctx.call(wire, "logout", {})
+        if not response.ok:
+            ctx.fail(f"logout failed: {response.describe()}")
+        if not isinstance(response.result, dict):
+            ctx.fail(f"logout result is not an object: {response.describe()}")
 
 
 @check("ACP-SESSION-001")
@@ -162,6 +193,35 @@ async def stdio_mcp_servers_are_connected(ctx: CheckContext) -> None:
                 await anyio.sleep(0.05)
             return
         ctx.fail("the stdio MCP server given in session/new was never sent an MCP initialize")
+
+
+async def _remote_mcp_session(ctx: CheckContext, kind: str) -> None:
+    async with serve_mcp_http() as server, ctx.agent() as wire:
+        await ctx.ready(wire)
+        url = server.http_url if kind == "http" else server.sse_url
+        entry: dict[str, Any] = {
+            "type": kind,
+            "name": f"conformance-{kind}",
+            "url": url,
+            "headers": [],
+        }
+        response = await ctx.call(wire, "session/new", wire.new_session_params(mcpServers=[entry]))
+        if not response.ok:
+            ctx.fail(f"session/new with an {kind} MCP server failed: {response.describe()}")
+        if server.methods:
+            ctx.note(f"the agent connected to the {kind} MCP server: {', '.join(server.methods)}")
+        else:
+            ctx.note(f"the agent did not contact the {kind} MCP server before session/new ended")
+
+
+@check("ACP-MCP-003")
+async def http_mcp_servers_are_accepted(ctx: CheckContext) -> None:
+    await _remote_mcp_session(ctx, "http")
+
+
+@check("ACP-MCP-004")
+async def sse_mcp_servers_are_accepted(ctx: CheckContext) -> None:
+    await _remote_mcp_session(ctx, "sse")
 
 
 @check("ACP-SHUTDOWN-001")

@@ -81,6 +81,27 @@ async def load_replays_before_answering(ctx: CheckContext) -> None:
 
 
 @check("ACP-LOAD-003")
+async def load_result_is_an_object(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        session_id = await _session_with_history(ctx, wire)
+        response, _ = await _load(ctx, wire, session_id)
+        if not response.ok:
+            ctx.skip(f"session/load failed (ACP-LOAD-001's concern): {response.describe()}")
+        if not isinstance(response.result, dict):
+            ctx.fail(f"session/load was answered with {response.describe()}, not an object")
+
+
+@check("ACP-ADDDIRS-001")
+async def additional_directories_are_accepted(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        await ctx.ready(wire)
+        extra = wire.cwd / "additional-root"
+        extra.mkdir(exist_ok=True)
+        session_id = await ctx.new_session(wire, additionalDirectories=[str(extra)])
+        ctx.stop_reason(await ctx.prompt(wire, session_id))
+
+
+@check("ACP-LOAD-004")
 async def load_of_unknown_session_fails(ctx: CheckContext) -> None:
     async with ctx.agent() as wire:
         await ctx.ready(wire)

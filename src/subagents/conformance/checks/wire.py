@@ -162,9 +162,13 @@ async def notifications_get_no_response(ctx: CheckContext) -> None:
 async def unknown_method_is_method_not_found(ctx: CheckContext) -> None:
     async with ctx.agent() as wire:
         await ctx.ready(wire)
-        response = await ctx.call(wire, "conformance/no-such-method", {})
-        if response.error_code != -32601:
-            ctx.fail(f"an unknown method was answered with {response.describe()}, not -32601")
+        for method in ("conformance/no-such-method", "_conformance/no-such-method"):
+            response = await ctx.call(wire, method, {})
+            if response.error_code != -32601:
+                ctx.fail(
+                    f"the unknown method {method} was answered with "
+                    f"{response.describe()}, not -32601"
+                )
 
 
 @check("ACP-JSONRPC-005")

@@ -50,7 +50,10 @@ __all__ = (
     "ItemStartedNotification",
     "LocalImageUserInput",
     "MentionUserInput",
+    "PlanDeltaNotification",
     "ReasoningItem",
+    "ReasoningSummaryTextDeltaNotification",
+    "ReasoningTextDeltaNotification",
     "SandboxMode",
     "SkillUserInput",
     "TextUserInput",
@@ -75,6 +78,8 @@ __all__ = (
     "TurnError",
     "TurnInterruptParams",
     "TurnInterruptResponse",
+    "TurnPlanStep",
+    "TurnPlanUpdatedNotification",
     "TurnStartParams",
     "TurnStartResponse",
     "TurnStartedNotification",
@@ -446,6 +451,54 @@ class ItemCompletedNotification(CodexModel):
 
 
 class AgentMessageDeltaNotification(CodexModel):
+    thread_id: str
+    turn_id: str
+    item_id: str
+    delta: str
+
+
+class ReasoningSummaryTextDeltaNotification(CodexModel):
+    """``item/reasoning/summaryTextDelta``: a piece of part ``summary_index`` of a reasoning
+    item's summary (what the completed item lists in ``summary``)."""
+
+    thread_id: str
+    turn_id: str
+    item_id: str
+    delta: str
+    summary_index: int = 0
+
+
+class ReasoningTextDeltaNotification(CodexModel):
+    """``item/reasoning/textDelta``: a piece of part ``content_index`` of a reasoning item's
+    raw content (what the completed item lists in ``content``)."""
+
+    thread_id: str
+    turn_id: str
+    item_id: str
+    delta: str
+    content_index: int = 0
+
+
+class TurnPlanStep(CodexModel):
+    """One step of the turn's plan. ``status``: ``pending``, ``inProgress`` or ``completed``."""
+
+    step: str
+    status: str
+
+
+class TurnPlanUpdatedNotification(CodexModel):
+    """``turn/plan/updated``: the whole plan of the turn, as it stands now."""
+
+    thread_id: str
+    turn_id: str
+    plan: list[TurnPlanStep]
+    explanation: str | None = None
+
+
+class PlanDeltaNotification(CodexModel):
+    """``item/plan/delta``: a piece of a plan item's text (upstream marks it experimental: the
+    pieces need not add up to the completed item's text)."""
+
     thread_id: str
     turn_id: str
     item_id: str

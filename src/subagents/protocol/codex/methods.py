@@ -16,6 +16,9 @@ __all__ = (
     "INITIALIZED",
     "ITEM_COMPLETED",
     "ITEM_STARTED",
+    "PLAN_DELTA",
+    "REASONING_SUMMARY_TEXT_DELTA",
+    "REASONING_TEXT_DELTA",
     "SERVER_OVERLOADED",
     "THREAD_FORK",
     "THREAD_READ",
@@ -26,6 +29,7 @@ __all__ = (
     "THREAD_TOKEN_USAGE_UPDATED",
     "TURN_COMPLETED",
     "TURN_INTERRUPT",
+    "TURN_PLAN_UPDATED",
     "TURN_START",
     "TURN_STARTED",
 )
@@ -51,6 +55,10 @@ TURN_COMPLETED: Final = "turn/completed"
 ITEM_STARTED: Final = "item/started"
 ITEM_COMPLETED: Final = "item/completed"
 AGENT_MESSAGE_DELTA: Final = "item/agentMessage/delta"
+REASONING_SUMMARY_TEXT_DELTA: Final = "item/reasoning/summaryTextDelta"
+REASONING_TEXT_DELTA: Final = "item/reasoning/textDelta"
+PLAN_DELTA: Final = "item/plan/delta"
+TURN_PLAN_UPDATED: Final = "turn/plan/updated"
 ERROR: Final = "error"
 
 # server -> client requests

@@ -63,7 +63,9 @@ real home is read) and ``PATH``. No ``authenticate`` call is needed with this pr
 which does not pass signals on); it does not exit when stdin closes, so it must be stopped
 through its process group, which :func:`~subagents.transports.connect_agent` does.
 :func:`codex_command` is the argv of the native ``codex app-server`` from ``@openai/codex``
-(JSON lines on stdio; it exits when stdin closes).
+(JSON lines on stdio; it exits when stdin closes); in a test, :func:`require_codex_command`
+gives it or stops the test (skipped only when ``npm`` is unavailable, else failed: see
+:func:`~subagents.testing.npm_agents.missing_npm_agent`).
 """
 
 from __future__ import annotations
@@ -78,7 +80,7 @@ from collections.abc import Generator, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Final, cast
 
-from ..npm_agents import npm_file
+from ..npm_agents import missing_npm_agent, npm_file
 from ._http import FakeHandler, FakeServer, serve
 
 __all__ = (
@@ -113,6 +115,7 @@ __all__ = (
     "codex_command",
     "codex_home",
     "last_user_text",
+    "require_codex_command",
     "serve",
     "tool_outputs_after_last_user_message",
 )
@@ -538,3 +541,12 @@ def codex_command() -> list[str] | None:
     or ``None`` if not installed."""
     binary = npm_file("@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex")
     return None if binary is None else [str(binary), "app-server", "--listen", "stdio://"]
+
+
+def require_codex_command() -> list[str]:
+    """:func:`codex_command` for a pytest test: when codex is not installed the test is
+    skipped if ``npm`` is unavailable and fails otherwise (:func:`missing_npm_agent`)."""
+    command = codex_command()
+    if command is None:
+        missing_npm_agent("@openai/codex")
+    return command

@@ -86,8 +86,15 @@ async def test_the_handshake_negotiates_version_1_and_advertises_what_is_impleme
     assert result["agentCapabilities"] == {
         "loadSession": True,
         "promptCapabilities": {"image": True, "audio": True, "embeddedContext": True},
-        "mcpCapabilities": {"http": False, "sse": False},
-        "sessionCapabilities": {"list": {}, "delete": {}, "resume": {}, "close": {}},
+        "mcpCapabilities": {"http": True, "sse": True},
+        "sessionCapabilities": {
+            "list": {},
+            "delete": {},
+            "additionalDirectories": {},
+            "resume": {},
+            "close": {},
+        },
+        "auth": {"logout": {}},
     }
 
 

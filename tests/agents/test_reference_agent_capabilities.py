@@ -316,7 +316,7 @@ async def test_http_and_sse_mcp_servers_are_connected_and_listed(tmp_path: Path)
             session, _ = await new_session(wire, 1, servers)
         said = await say(wire, 2, session["sessionId"], "mcp")
         stderr = child.stderr_tail()
-    assert said.startswith("MCP servers connected: web (tools: none); stream (tools: none). ")
+    assert said.startswith("MCP servers connected: web (tools: echo); stream (tools: echo). ")
     assert "MCP servers that failed: nobody (" in said
     assert "MCP server 'nobody' skipped:" in stderr
     # Both transports carried a whole handshake: initialize, initialized, tools/list.

@@ -11,6 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from subagents.conformance.mcp_http import serve_mcp_http
 from subagents.protocol import acp
 from subagents.transports import connect_agent
 
@@ -46,6 +47,84 @@ async def test_a_delegating_prompt_streams_the_tool_call_and_the_childs_answer()
     ]
     assert [(r.tool_call_id, r.status) for r in results] == [(calls[0].tool_call_id, "completed")]
     assert text_of(updates) == "subagent said: You said: say hi"
+
+
+def probe_server(marker: Path, name: str = "probe") -> acp.McpServerStdio:
+    return acp.McpServerStdio(
+        name=name,
+        command=sys.executable,
+        args=["-m", "subagents.conformance.mcp_probe", str(marker)],
+        env=[],
+    )
+
+
+async def test_the_tools_of_a_sessions_mcp_servers_are_the_agents_tools(tmp_path: Path) -> None:
+    """session-setup.mdx "MCP servers": the stdio, http and sse servers given in session/new
+    are connected before the answer; their tools are the agent's (mcp__<server>__<tool>): the
+    model's call runs on the server and its answer comes back as the tool result. A server
+    that cannot be started is left out without failing session/new."""
+    marker = tmp_path / "marker"
+    async with serve_mcp_http() as web:
+        servers: list[acp.McpServer] = [
+            probe_server(marker),
+            acp.HttpMcpServer(name="web", url=web.http_url, headers=[]),
+            acp.SseMcpServer(name="events", url=web.sse_url, headers=[]),
+            acp.McpServerStdio(name="broken", command=str(tmp_path / "nope"), args=[], env=[]),
+        ]
+        with anyio.fail_after(30):
+            async with connect_agent(SERVE) as agent:
+                assert agent.capabilities.mcp_capabilities is not None
+                assert agent.capabilities.mcp_capabilities.http
+                session = await agent.new_session(mcp_servers=servers)
+                assert marker.read_text() == "initialize\n"
+                said: list[str] = []
+                for call in (
+                    'tool mcp__probe__probe_echo {"text": "over stdio"}',
+                    'tool mcp__web__echo {"text": "over http"}',
+                    'tool mcp__events__echo {"text": "over sse"}',
+                    "tool mcp__broken__anything",
+                ):
+                    async with session.prompt(call) as turn:
+                        said.append(text_of([u async for u in turn]))
+    assert said == [
+        "mcp__probe__probe_echo said: over stdio",
+        "mcp__web__echo said: over http",
+        "mcp__events__echo said: over sse",
+        "no tool mcp__broken__anything here",
+    ]
+    assert web.methods.count("tools/call") == 2
+
+
+async def test_closing_a_session_disconnects_its_mcp_servers(tmp_path: Path) -> None:
+    """session/close ends the session's MCP servers: the probe's process is gone."""
+    marker = tmp_path / "marker"
+    with anyio.fail_after(30):
+        async with connect_agent(SERVE) as agent:
+            session = await agent.new_session(mcp_servers=[probe_server(marker)])
+            async with session.prompt('tool mcp__probe__probe_echo {"text": "x"}') as turn:
+                assert text_of([u async for u in turn]) == "mcp__probe__probe_echo said: x"
+            probes = _probe_pids(marker)
+            assert probes
+            await agent.close_session(session.session_id)
+            with anyio.fail_after(10):
+                while _probe_pids(marker):  # noqa: ASYNC110 - a process leaving has no event
+                    await anyio.sleep(0.05)
+
+
+def _probe_pids(marker: Path) -> list[int]:
+    """Live processes whose command line names ``marker`` (the probe of this test)."""
+    found: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes()
+            state = (entry / "stat").read_text().split(") ", 1)[1][0]
+        except OSError:
+            continue
+        if str(marker).encode() in command and state != "Z":
+            found.append(int(entry.name))
+    return found
 
 
 async def test_a_cancelled_prompt_ends_cancelled_and_the_session_goes_on() -> None:

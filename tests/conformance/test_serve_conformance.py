@@ -1,7 +1,7 @@
 """``subagents conformance -- subagents serve`` (issue 8, done means): the in-process runtime
-served over ACP with the offline model is a conformant agent. Its one known failure is
-advisory (ACP-MCP-002: it does not start the stdio MCP servers a session is given); the
-checked-in baseline is ``baselines/subagents-serve.json``."""
+served over ACP with the offline model is a conformant agent, with no known failure (it
+connects the stdio, HTTP and SSE MCP servers a session is given); the checked-in baseline
+``baselines/subagents-serve.json`` is empty."""
 
 from __future__ import annotations
 

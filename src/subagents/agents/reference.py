@@ -148,9 +148,6 @@ from subagents.rpc import RPCError
 from subagents.transports.acp_agent import Agent, AgentTurn, ClientConnection, run_agent
 
 if TYPE_CHECKING:
-    import anyio.abc
-    import httpx
-
     from subagents.protocol.acp import (
         AgentCapabilities,
         AuthenticateRequest,
@@ -168,9 +165,6 @@ if TYPE_CHECKING:
         LogoutRequest,
         LogoutResponse,
         McpServer,
-        McpServerHttp,
-        McpServerSse,
-        McpServerStdio,
         NewSessionRequest,
         NewSessionResponse,
         PlanEntryStatus,
@@ -188,7 +182,6 @@ if TYPE_CHECKING:
         StopReason,
         ToolCallStatus,
     )
-    from subagents.transports.process import AgentProcess
 
 __all__ = ("AUTH_ENV_VAR", "MODES", "SCENARIOS", "SESSION_DIR_ENV_VAR", "ReferenceAgent", "main")
 
@@ -225,10 +218,8 @@ _CONFIG_ID: Final = "verbosity"
 _CONFIG_VALUES: Final[dict[str, str]] = {"brief": "Brief", "full": "Full"}
 _CONFIG_DEFAULT: Final = "brief"
 
-_MCP_PROTOCOL_VERSION: Final = "2025-06-18"
 _MCP_TIMEOUT: Final = 5.0
 """How long an MCP server may take to start, and to answer each request."""
-_MCP_MAX_LINE: Final = 4 * 1024 * 1024
 
 _TICK: Final = 0.1
 _STOP_REASONS: Final = ("end_turn", "max_tokens", "max_turn_requests", "refusal")
@@ -306,287 +297,21 @@ class _Session:
         return options
 
 
-# ---------------------------------------------------------------------------- MCP over stdio
+# ----------------------------------------------------------------------------------- MCP
 
 
-class _McpFailure(Exception):
-    pass
-
-
-class _McpChannel:
-    """How JSON-RPC messages reach one MCP server and come back (one per transport)."""
-
-    async def send(self, message: dict[str, object]) -> None:
-        raise NotImplementedError
-
-    async def receive(self) -> dict[str, object]:
-        """The next message from the server (objects only; anything else is skipped)."""
-        raise NotImplementedError
-
-
-@final
-class _StdioChannel(_McpChannel):
-    """A child process: one JSON message per line on its stdin and stdout."""
-
-    def __init__(self, child: AgentProcess) -> None:
-        self.child = child
-        self._buffer = bytearray()
-
-    async def send(self, message: dict[str, object]) -> None:
-        import json
-
-        await self.child.stdin.send(json.dumps(message, separators=(",", ":")).encode() + b"\n")
-
-    async def receive(self) -> dict[str, object]:
-        import json
-
-        while True:
-            line = await self._read_line()
-            if not line.strip():
-                continue
-            try:
-                parsed: object = json.loads(line)
-            except ValueError:
-                raise _McpFailure(f"not JSON on stdout: {line[:200]!r}") from None
-            if isinstance(parsed, dict):
-                return cast("dict[str, object]", parsed)
-
-    async def _read_line(self) -> bytes:
-        while True:
-            end = self._buffer.find(b"\n")
-            if end >= 0:
-                line = bytes(self._buffer[:end])
-                del self._buffer[: end + 1]
-                return line
-            if len(self._buffer) > _MCP_MAX_LINE:
-                raise _McpFailure(f"a line longer than {_MCP_MAX_LINE} bytes")
-            self._buffer += await self.child.stdout.receive()
-
-
-def _sse_events(text: str) -> list[tuple[str, str]]:
-    """``(event, data)`` of each complete server-sent event in ``text``."""
-    events: list[tuple[str, str]] = []
-    for block in text.replace("\r\n", "\n").split("\n\n"):
-        name, data = "message", list[str]()
-        for line in block.split("\n"):
-            field, _, value = line.partition(":")
-            value = value.removeprefix(" ")
-            if field == "event":
-                name = value
-            elif field == "data":
-                data.append(value)
-        if data:
-            events.append((name, "\n".join(data)))
-    return events
-
-
-def _json_object(text: str) -> dict[str, object] | None:
-    import json
+async def _connect(server: McpServer) -> _McpResult:
+    """Connect to one server, list its tools, disconnect; never raises (but cancellation)."""
+    from subagents.transports.mcp import McpError, open_mcp
 
     try:
-        parsed: object = json.loads(text)
-    except ValueError:
-        raise _McpFailure(f"not JSON: {text[:200]!r}") from None
-    return cast("dict[str, object]", parsed) if isinstance(parsed, dict) else None
-
-
-class _HttpChannel(_McpChannel):
-    """Streamable HTTP: each message is POSTed; answers come back as the response body (JSON,
-    or an event stream), kept until :meth:`receive` takes them. With ``sse=True``, the older
-    SSE transport: answers arrive on a GET event stream, whose ``endpoint`` event names where
-    to POST."""
-
-    def __init__(self, client: httpx.AsyncClient, url: str, headers: dict[str, str]) -> None:
-        self.client = client
-        self.url = url
-        self.headers = headers
-        self.session_header: str | None = None
-        self.send_answers, self.answers = anyio.create_memory_object_stream[dict[str, object]](64)
-
-    async def send(self, message: dict[str, object]) -> None:
-        headers = {
-            **self.headers,
-            "Accept": "application/json, text/event-stream",
-            "Content-Type": "application/json",
-        }
-        if self.session_header is not None:
-            headers["Mcp-Session-Id"] = self.session_header
-        response = await self.client.post(self.url, json=message, headers=headers)
-        if response.status_code >= 400:
-            raise _McpFailure(f"HTTP {response.status_code} from {self.url}")
-        self.session_header = response.headers.get("mcp-session-id", self.session_header)
-        kind = response.headers.get("content-type", "")
-        if response.status_code == 202 or not response.content:
-            return
-        bodies = (
-            [data for _, data in _sse_events(response.text)]
-            if kind.startswith("text/event-stream")
-            else [response.text]
-        )
-        for body in bodies:
-            answer = _json_object(body)
-            if answer is not None:
-                await self.send_answers.send(answer)
-
-    async def receive(self) -> dict[str, object]:
-        return await self.answers.receive()
-
-
-@final
-class _SseChannel(_HttpChannel):
-    async def listen(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
-        """Read the event stream: the endpoint first (then started), then the answers."""
-        from urllib.parse import urljoin
-
-        async with self.client.stream("GET", self.url, headers=self.headers) as response:
-            if response.status_code >= 400:
-                raise _McpFailure(f"HTTP {response.status_code} from {self.url}")
-            buffer = ""
-            started = False
-            async for chunk in response.aiter_text():
-                buffer += chunk.replace("\r\n", "\n")
-                complete, _, buffer = buffer.rpartition("\n\n")
-                for name, data in _sse_events(complete):
-                    if name == "endpoint" and not started:
-                        self.url = urljoin(self.url, data)
-                        started = True
-                        task_status.started()
-                    elif name == "message" and started:
-                        answer = _json_object(data)
-                        if answer is not None:
-                            await self.send_answers.send(answer)
-        raise _McpFailure("the event stream ended")
-
-    async def send(self, message: dict[str, object]) -> None:
-        response = await self.client.post(self.url, json=message, headers=self.headers)
-        if response.status_code >= 400:
-            raise _McpFailure(f"HTTP {response.status_code} from {self.url}")
-
-
-@final
-class _McpClient:
-    """The client end of one MCP server (JSON-RPC 2.0) over any :class:`_McpChannel`."""
-
-    def __init__(self, channel: _McpChannel) -> None:
-        self.channel = channel
-        self._ids = itertools.count(1)
-
-    async def notify(self, method: str) -> None:
-        await self.channel.send({"jsonrpc": "2.0", "method": method})
-
-    async def request(self, method: str, params: dict[str, object]) -> dict[str, object]:
-        """Send a request; its result, within :data:`_MCP_TIMEOUT` seconds."""
-        request_id = next(self._ids)
-        with anyio.move_on_after(_MCP_TIMEOUT):
-            await self.channel.send(
-                {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
-            )
-            while True:
-                message = await self.channel.receive()
-                if "method" in message:
-                    if "id" in message:  # a request from the server: we offer nothing
-                        error = {"code": -32601, "message": "Method not found"}
-                        await self.channel.send(
-                            {"jsonrpc": "2.0", "id": message["id"], "error": error}
-                        )
-                    continue
-                if message.get("id") != request_id:
-                    continue
-                if "error" in message:
-                    raise _McpFailure(f"{method} was answered with an error: {message['error']}")
-                result = message.get("result")
-                if not isinstance(result, dict):
-                    raise _McpFailure(f"{method} was answered without a result object")
-                return cast("dict[str, object]", result)
-        raise _McpFailure(f"no answer to {method} within {_MCP_TIMEOUT:g} s")
-
-    async def handshake(self) -> tuple[str, ...]:
-        """``initialize``, ``notifications/initialized``, ``tools/list``: the tool names."""
-        await self.request(
-            "initialize",
-            {
-                "protocolVersion": _MCP_PROTOCOL_VERSION,
-                "capabilities": {},
-                "clientInfo": {"name": ReferenceAgent.agent_name, "version": __version__},
-            },
-        )
-        await self.notify("notifications/initialized")
-        listed = await self.request("tools/list", {})
-        tools = listed.get("tools")
-        if not isinstance(tools, list):
-            raise _McpFailure("tools/list was answered without a tools list")
-        names: list[str] = []
-        for tool in cast("list[object]", tools):
-            name = cast("dict[str, object]", tool).get("name") if isinstance(tool, dict) else None
-            if isinstance(name, str):
-                names.append(name)
-        return tuple(names)
-
-
-def _skipped(name: str, error: str) -> _McpResult:
-    sys.stderr.write(f"reference agent: MCP server {name!r} skipped: {error}\n")
-    sys.stderr.flush()
-    return _McpResult(name, error=error)
-
-
-async def _connect_remote(server: McpServerHttp | McpServerSse) -> _McpResult:
-    """Connect to one HTTP or SSE MCP server, list its tools, disconnect; never raises (but
-    cancellation)."""
-    import httpx
-
-    headers = {header.name: header.value for header in server.headers}
-    tools: tuple[str, ...] = ()
-    error: str | None = None
-    try:
-        async with httpx.AsyncClient(timeout=_MCP_TIMEOUT) as client:
-            if isinstance(server, acp.McpServerHttp):
-                tools = await _McpClient(_HttpChannel(client, server.url, headers)).handshake()
-            else:
-                channel = _SseChannel(client, server.url, headers)
-                async with anyio.create_task_group() as tg:
-                    with anyio.fail_after(_MCP_TIMEOUT):
-                        await tg.start(channel.listen)
-                    tools = await _McpClient(channel).handshake()
-                    tg.cancel_scope.cancel()
-    except* (_McpFailure, TimeoutError, httpx.HTTPError, OSError) as group:
-        first = group.exceptions[0]
-        error = str(first) or type(first).__name__
-    if error is not None:
-        return _skipped(server.name, error)
-    return _McpResult(server.name, tools)
-
-
-async def _connect_stdio(server: McpServerStdio) -> _McpResult:
-    """Start one stdio MCP server, list its tools, stop it; never raises (but cancellation)."""
-    from subagents.transports.process import ProcessStartError, open_agent_process
-
-    env = {variable.name: variable.value for variable in server.env}
-    tools: tuple[str, ...] = ()
-    error: str | None = None
-    try:
-        async with open_agent_process(
-            [server.command, *server.args],
-            env=env,
-            start_timeout=_MCP_TIMEOUT,
-            close_timeout=1.0,
-            term_timeout=1.0,
-            kill_timeout=1.0,
-            name=f"mcp-{server.name}",
-        ) as child:
-            try:
-                tools = await _McpClient(_StdioChannel(child)).handshake()
-            except (_McpFailure, anyio.EndOfStream) as exc:
-                error = str(exc) or "the server closed its stdout"
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-                error = f"the connection broke ({type(exc).__name__}: {exc})"
-        if error is not None and child.exit is not None:
-            error = f"{error}; the server {child.exit.describe()}"
-    except ProcessStartError as exc:
-        error = str(exc)
-    except (ValueError, OSError) as exc:
-        error = f"{type(exc).__name__}: {exc}"
-    if error is not None:
-        return _skipped(server.name, error)
+        async with open_mcp(server, timeout=_MCP_TIMEOUT) as connection:
+            tools = tuple(tool.name for tool in connection.tools)
+    except McpError as exc:
+        error = str(exc) or type(exc).__name__
+        sys.stderr.write(f"reference agent: MCP server {server.name!r} skipped: {error}\n")
+        sys.stderr.flush()
+        return _McpResult(server.name, error=error)
     return _McpResult(server.name, tools)
 
 
@@ -595,13 +320,7 @@ async def _connect_mcp(servers: Sequence[McpServer]) -> list[_McpResult]:
     results: list[_McpResult | None] = [None] * len(servers)
 
     async def connect(index: int, server: McpServer) -> None:
-        if isinstance(server, acp.McpServerStdio):
-            results[index] = await _connect_stdio(server)
-        elif isinstance(server, acp.McpServerHttp | acp.McpServerSse):
-            results[index] = await _connect_remote(server)
-        else:
-            error = f"the {server.type} transport is not supported"
-            results[index] = _skipped(server.name, error)
+        results[index] = await _connect(server)
 
     async with anyio.create_task_group() as tg:
         for index, server in enumerate(servers):

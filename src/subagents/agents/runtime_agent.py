@@ -17,24 +17,38 @@ or fork). A prompt is one turn of the agent loop:
 Sessions: ``session/load`` (replays the conversation's user and agent text, then answers)
 and ``session/resume`` work for every session of the runtime's store: with a sessions
 directory, across processes. ``session/close`` cancels a running turn.
+
+MCP servers (stdio, http and sse are advertised): the servers given in ``session/new``,
+``session/load`` or ``session/resume`` are connected before the answer (concurrently, each
+bounded by :data:`MCP_CONNECT_TIMEOUT`) and stay connected while the session is open; each of
+their tools becomes a tool of the session's agent, ``mcp__<server>__<tool>``
+(:mod:`subagents.harness.mcp_tools`). A server that cannot be reached is left out (the reason
+goes to stderr and the log), never failing the request. A new setup of the same session
+replaces its servers; ``session/close`` and the end of the connection disconnect them.
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 import os
-from collections.abc import AsyncGenerator, Callable
-from contextlib import asynccontextmanager
+import sys
+from collections.abc import AsyncGenerator, Callable, Sequence
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, final
 
 import anyio
+import anyio.abc
 
 from subagents import __version__
 from subagents.agents._content import describe_block
 from subagents.harness.loop import TurnOutcome
+from subagents.harness.mcp_tools import McpServerTool
 from subagents.harness.runtime import Agent as RuntimeAgentSession
 from subagents.harness.runtime import AgentRuntime
+from subagents.harness.tools import ToolError
 from subagents.protocol import JsonValue, acp
 from subagents.protocol.jsonrpc import ErrorCode
 from subagents.providers.contract import CancelSignal, ProgressEvent
@@ -50,6 +64,7 @@ if TYPE_CHECKING:
         CloseSessionResponse,
         LoadSessionRequest,
         LoadSessionResponse,
+        McpServer,
         NewSessionRequest,
         NewSessionResponse,
         PromptRequest,
@@ -60,9 +75,22 @@ if TYPE_CHECKING:
         StopReason,
     )
 
-__all__ = ("RuntimeAgent", "serve_runtime")
+__all__ = ("MCP_CONNECT_TIMEOUT", "RuntimeAgent", "open_runtime_agent", "serve_runtime")
+
+logger = logging.getLogger(__name__)
 
 _STEP_LIMIT_PREFIX: Final = "the step limit"
+MCP_CONNECT_TIMEOUT: Final = 10.0
+"""Seconds an MCP server may take to start and to answer each handshake request."""
+
+
+@dataclass
+class _McpServers:
+    """The MCP servers of one session: held open by one task until ``close`` is set."""
+
+    close: anyio.Event = field(default_factory=anyio.Event)
+    done: anyio.Event = field(default_factory=anyio.Event)
+    tools: list[str] = field(default_factory=list[str])
 
 
 def _update(event: ProgressEvent) -> SessionUpdate | None:
@@ -100,19 +128,100 @@ class RuntimeAgent(Agent):
     agent_title = "subagents in-process runtime"
     agent_version = __version__
 
-    def __init__(self, runtime: AgentRuntime) -> None:
+    def __init__(
+        self, runtime: AgentRuntime, task_group: anyio.abc.TaskGroup | None = None
+    ) -> None:
         self.runtime = runtime
         self.agents: dict[str, RuntimeAgentSession] = {}
         self._running: dict[str, CancelSignal] = {}
         self._keys = itertools.count(1)
+        self._task_group = task_group
+        """Owns the tasks holding sessions' MCP servers (``None``: MCP servers are not
+        connected; :func:`open_runtime_agent` gives one)."""
+        self._mcp: dict[str, _McpServers] = {}
 
     def capabilities(self, params: acp.InitializeRequest) -> acp.AgentCapabilities:
         capabilities = super().capabilities(params)
         capabilities.prompt_capabilities = acp.PromptCapabilities(
             image=False, audio=False, embedded_context=True
         )
-        capabilities.mcp_capabilities = acp.McpCapabilities(http=False, sse=False)
+        connects = self._task_group is not None
+        capabilities.mcp_capabilities = acp.McpCapabilities(http=connects, sse=connects)
         return capabilities
+
+    # -- MCP servers -------------------------------------------------------------------------
+
+    async def _set_mcp_servers(
+        self, agent: RuntimeAgentSession, servers: Sequence[McpServer]
+    ) -> None:
+        """Replace the MCP servers of ``agent``'s session with ``servers`` (connected before
+        this returns; those that fail are left out)."""
+        await self._drop_mcp_servers(agent.id)
+        if not servers:
+            return
+        if self._task_group is None:
+            logger.warning(
+                "MCP servers of session %s ignored: no task group to hold them", agent.id
+            )
+            return
+        held = _McpServers()
+        self._mcp[agent.id] = held
+        await self._task_group.start(self._hold_mcp_servers, agent, servers, held)
+
+    async def _drop_mcp_servers(self, session_id: str) -> None:
+        held = self._mcp.pop(session_id, None)
+        if held is None:
+            return
+        held.close.set()
+        with anyio.move_on_after(MCP_CONNECT_TIMEOUT, shield=True):
+            await held.done.wait()
+        agent = self.agents.get(session_id)
+        if agent is not None:
+            for name in held.tools:
+                with suppress(ToolError):
+                    agent.tools.unregister(name)
+
+    async def _hold_mcp_servers(
+        self,
+        agent: RuntimeAgentSession,
+        servers: Sequence[McpServer],
+        held: _McpServers,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        from subagents.transports.mcp import McpError, open_mcp
+
+        ready = [anyio.Event() for _ in servers]
+
+        async def hold(server: McpServer, connected: anyio.Event) -> None:
+            try:
+                async with open_mcp(server, timeout=MCP_CONNECT_TIMEOUT) as connection:
+                    for tool in connection.tools:
+                        wrapped = McpServerTool(connection, tool)
+                        try:
+                            agent.tools.register(wrapped)
+                        except ToolError:  # two servers' tools with one name: the first wins
+                            continue
+                        held.tools.append(wrapped.spec.name)
+                    connected.set()
+                    await held.close.wait()
+            except McpError as exc:
+                sys.stderr.write(f"subagents serve: MCP server {server.name!r} skipped: {exc}\n")
+                logger.warning(
+                    "MCP server %r of session %s skipped: %s", server.name, agent.id, exc
+                )
+            finally:
+                connected.set()
+
+        try:
+            async with anyio.create_task_group() as tg:
+                for server, connected in zip(servers, ready, strict=True):
+                    tg.start_soon(hold, server, connected)
+                for connected in ready:
+                    await connected.wait()
+                task_status.started()
+        finally:
+            held.done.set()
 
     @staticmethod
     def _check_cwd(cwd: str) -> None:
@@ -132,6 +241,7 @@ class RuntimeAgent(Agent):
         self._check_cwd(params.cwd)
         agent = self.runtime.root_agent(key=f"acp-{next(self._keys)}")
         self.agents[agent.id] = agent
+        await self._set_mcp_servers(agent, params.mcp_servers)
         return acp.NewSessionResponse(session_id=agent.id)
 
     async def load_session(
@@ -139,6 +249,7 @@ class RuntimeAgent(Agent):
     ) -> LoadSessionResponse:
         self._check_cwd(params.cwd)
         agent = self._agent(params.session_id)
+        await self._set_mcp_servers(agent, params.mcp_servers)
         for message in agent.session.messages():
             if message.role == "tool" or not message.text:
                 continue
@@ -155,7 +266,8 @@ class RuntimeAgent(Agent):
         self, params: ResumeSessionRequest, conn: ClientConnection
     ) -> ResumeSessionResponse:
         self._check_cwd(params.cwd)
-        self._agent(params.session_id)
+        agent = self._agent(params.session_id)
+        await self._set_mcp_servers(agent, params.mcp_servers or ())
         return acp.ResumeSessionResponse()
 
     async def close_session(
@@ -165,6 +277,7 @@ class RuntimeAgent(Agent):
         signal = self._running.get(params.session_id)
         if signal is not None:
             signal.cancel("the session was closed")
+        await self._drop_mcp_servers(params.session_id)
         self.agents.pop(params.session_id, None)
         return acp.CloseSessionResponse()
 
@@ -224,13 +337,19 @@ async def open_runtime_agent(
     runtime: AgentRuntime, *, delegate_to: str = "spawn"
 ) -> AsyncGenerator[RuntimeAgent, None]:
     """A :class:`RuntimeAgent` whose agents delegate through the ``subagent`` tool to
-    ``delegate_to`` (``spawn`` or ``fork``), with both providers open for its lifetime."""
+    ``delegate_to`` (``spawn`` or ``fork``), with both providers open for its lifetime, and a
+    task group that holds the sessions' MCP servers (disconnected when the block ends)."""
     service = SubagentService()
-    async with SpawnProvider(runtime) as spawn, ForkProvider(runtime) as fork:
+    async with (
+        SpawnProvider(runtime) as spawn,
+        ForkProvider(runtime) as fork,
+        anyio.create_task_group() as tg,
+    ):
         service.register(spawn)
         service.register(fork)
         runtime.offer_subagents(service, delegate_to)
-        yield RuntimeAgent(runtime)
+        yield RuntimeAgent(runtime, tg)
+        tg.cancel_scope.cancel()  # disconnects every session's MCP servers
 
 
 async def serve_runtime(

@@ -1,8 +1,8 @@
 """A tiny MCP server over HTTP on 127.0.0.1, for the checks of agents that advertise
 ``mcpCapabilities.http`` or ``.sse`` (ACP-MCP-003/004).
 
-One listener serves both remote MCP transports, enough for a client to connect and list
-tools (an empty list):
+One listener serves both remote MCP transports, enough for a client to connect, list the
+tools (one: ``echo``, which answers its ``text`` argument) and call it:
 
 - streamable HTTP at ``/mcp``: each POSTed JSON-RPC request is answered with a JSON body,
   a notification with ``202 Accepted``; a GET (the optional server stream) gets ``405``;
@@ -68,7 +68,30 @@ class McpHttpServer:
                 "serverInfo": {"name": "subagents-conformance-http", "version": "1"},
             }
         elif method == "tools/list":
-            reply["result"] = {"tools": []}
+            reply["result"] = {
+                "tools": [
+                    {
+                        "name": "echo",
+                        "description": "Answers its text argument.",
+                        "inputSchema": {
+                            "type": "object",
+                            "properties": {"text": {"type": "string"}},
+                            "required": ["text"],
+                        },
+                    }
+                ]
+            }
+        elif method == "tools/call":
+            params = cast(dict[str, Any], message.get("params") or {})
+            arguments = cast(dict[str, Any], params.get("arguments") or {})
+            text = arguments.get("text")
+            if params.get("name") == "echo" and isinstance(text, str):
+                reply["result"] = {"content": [{"type": "text", "text": text}]}
+            else:
+                reply["result"] = {
+                    "content": [{"type": "text", "text": "echo needs a string text"}],
+                    "isError": True,
+                }
         elif method == "ping":
             reply["result"] = {}
         else:

@@ -7,6 +7,9 @@ fork providers and ``subagents serve`` can be driven end to end offline:
 - ``delegate TASK`` (or ``spawn TASK``): a call of the tool :attr:`OfflineModel.delegate_tool`
   (``subagent``) with ``{"description": "delegated task", "prompt": TASK}`` when the request
   offers it, else the text ``no subagent tool here``;
+- ``tool NAME [JSON]``: a call of the tool ``NAME`` with the JSON object as its arguments
+  (``{}`` when none is given) when the request offers that tool, else the text
+  ``no tool NAME here`` (a JSON text that is no object is said back as an error text);
 - ``json``: a JSON object ``{"answer": <the prompt>, "words": <its word count>}``;
 - ``slow [N]``: ``tick 1 ``, ``tick 2 `` ... one every :attr:`OfflineModel.tick` seconds, N
   ticks (default 600), cancellable mid-stream;
@@ -21,10 +24,11 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Final, final
+from typing import Final, cast, final
 
 import anyio
 
+from ...protocol import JsonValue
 from ...providers.contract import CancelSignal
 from .types import (
     LlmCancelled,
@@ -82,6 +86,8 @@ class OfflineModel:
                 )
                 return ModelResponse("", (call,), "tool_use", usage, self.name)
             return await self._say("no subagent tool here", on_text, cancel, usage)
+        if word == "tool":
+            return await self._tool_call(request, text, on_text, cancel, usage)
         if word == "json":
             answer = json.dumps({"answer": text, "words": len(text.split())})
             return await self._say(answer, on_text, cancel, usage, chunked=False)
@@ -91,6 +97,29 @@ class OfflineModel:
         if slow is not None:
             return await self._slow(int(slow.group(1) or 600), on_text, cancel, usage)
         return await self._say(f"You said: {text}", on_text, cancel, usage)
+
+    async def _tool_call(
+        self,
+        request: ModelRequest,
+        text: str,
+        on_text: TextCallback | None,
+        cancel: CancelSignal,
+        usage: dict[str, int],
+    ) -> ModelResponse:
+        parts = text.split(None, 2)
+        name = parts[1] if len(parts) > 1 else ""
+        if not any(spec.name == name for spec in request.tools):
+            return await self._say(f"no tool {name or '(none named)'} here", on_text, cancel, usage)
+        try:
+            arguments: object = json.loads(parts[2]) if len(parts) > 2 else {}
+        except ValueError as exc:
+            return await self._say(f"tool arguments are not JSON: {exc}", on_text, cancel, usage)
+        if not isinstance(arguments, dict):
+            return await self._say("tool arguments must be a JSON object", on_text, cancel, usage)
+        call = ToolCall(
+            f"call_{len(request.messages)}", name, cast(dict[str, JsonValue], arguments)
+        )
+        return ModelResponse("", (call,), "tool_use", usage, self.name)
 
     async def _say(
         self,

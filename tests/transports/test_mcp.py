@@ -1,0 +1,140 @@
+"""The MCP client (``subagents.transports.mcp``) against real servers: the conformance suite's
+stdio probe (a child process) and its loopback HTTP/SSE server.
+
+Requirement (ACP session-setup.mdx, "MCP servers"): an agent connects to the servers the
+client gives it, over stdio (which every agent MUST support) and, when it advertises them,
+HTTP and SSE; every wait is bounded and a failure names its cause.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from subagents.conformance.mcp_http import serve_mcp_http
+from subagents.protocol import acp
+from subagents.transports.mcp import McpError, open_mcp
+
+pytestmark = pytest.mark.anyio
+
+
+def probe(marker: Path, name: str = "probe") -> acp.McpServerStdio:
+    return acp.McpServerStdio(
+        name=name,
+        command=sys.executable,
+        args=["-m", "subagents.conformance.mcp_probe", str(marker)],
+        env=[],
+    )
+
+
+def stdio(name: str, *args: str) -> acp.McpServerStdio:
+    return acp.McpServerStdio(name=name, command=sys.executable, args=list(args), env=[])
+
+
+def unused_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+async def test_a_stdio_server_is_listed_called_and_stopped(tmp_path: Path) -> None:
+    """stdio: the handshake lists the probe's tool (with its schema); a call answers its text;
+    leaving the block stops the server (stdin closed, process reaped)."""
+    marker = tmp_path / "marker"
+    with anyio.fail_after(20):
+        async with open_mcp(probe(marker)) as connection:
+            assert [tool.name for tool in connection.tools] == ["probe_echo"]
+            assert connection.tools[0].input_schema["type"] == "object"
+            result = await connection.call_tool("probe_echo", {"text": "over stdio"})
+            assert (result.text, result.is_error) == ("over stdio", False)
+            with pytest.raises(McpError, match="tools/call was answered with an error"):
+                await connection.call_tool("no_such_tool", {})
+            # The connection is still usable after an error.
+            assert (await connection.call_tool("probe_echo", {"text": "again"})).text == "again"
+    assert marker.read_text() == "initialize\n"
+
+
+async def test_http_and_sse_servers_are_listed_and_called() -> None:
+    """http (streamable HTTP) and sse: the same handshake and tool call over both transports,
+    with the entry's headers sent along; an isError result is reported as an error result."""
+    async with serve_mcp_http() as server:
+        entries: list[acp.McpServer] = [
+            acp.HttpMcpServer(name="web", url=server.http_url, headers=[]),
+            acp.SseMcpServer(
+                name="events",
+                url=server.sse_url,
+                headers=[acp.HttpHeader(name="Authorization", value="Bearer t")],
+            ),
+        ]
+        for entry in entries:
+            with anyio.fail_after(20):
+                async with open_mcp(entry) as connection:
+                    assert [tool.name for tool in connection.tools] == ["echo"]
+                    result = await connection.call_tool("echo", {"text": entry.name})
+                    assert (result.text, result.is_error) == (entry.name, False)
+                    refused = await connection.call_tool("echo", {})
+                    assert refused.is_error
+    assert server.methods.count("initialize") == 2
+    assert server.methods.count("tools/call") == 4
+
+
+async def test_failures_name_their_cause(tmp_path: Path) -> None:
+    """Bad input gets a clear error: a missing command, a server that exits at once (with
+    its exit status), one that never answers (bounded), one that writes garbage, an HTTP URL
+    nobody serves."""
+    cases: list[tuple[acp.McpServer, str]] = [
+        (
+            acp.McpServerStdio(name="missing", command=str(tmp_path / "nope"), args=[], env=[]),
+            "nope",
+        ),
+        (stdio("quitter", "-c", "import sys; sys.exit(4)"), "status 4"),
+        (stdio("silent", "-c", "import sys; sys.stdin.read()"), "no answer to initialize"),
+        (
+            stdio("garbage", "-c", "print('hello', flush=True); import sys; sys.stdin.read()"),
+            "not JSON",
+        ),
+        (
+            acp.HttpMcpServer(
+                name="nobody", url=f"http://127.0.0.1:{unused_port()}/mcp", headers=[]
+            ),
+            "ConnectError",
+        ),
+    ]
+    for server, cause in cases:
+        with anyio.fail_after(20), pytest.raises(McpError) as failed:
+            async with open_mcp(server, timeout=1.0):
+                pytest.fail(f"{server.name} connected")
+        assert cause in str(failed.value), (server.name, str(failed.value))
+
+
+async def test_a_call_slower_than_its_bound_fails_and_the_connection_stays_usable(
+    tmp_path: Path,
+) -> None:
+    """Every wait is bounded: a tools/call with no answer within its timeout is an McpError
+    naming the bound (the server is told with notifications/cancelled); later calls work."""
+    slow = tmp_path / "slow_server.py"
+    slow.write_text(
+        "import json, sys\n"
+        "for line in sys.stdin:\n"
+        "    m = json.loads(line)\n"
+        "    if 'id' not in m: continue\n"
+        "    if m['method'] == 'initialize':\n"
+        "        r = {'protocolVersion': '2025-06-18', 'capabilities': {}, 'serverInfo': {}}\n"
+        "    elif m['method'] == 'tools/list':\n"
+        "        r = {'tools': [{'name': 'wait', 'inputSchema': {'type': 'object'}}]}\n"
+        "    elif m['params']['arguments'].get('hang'):\n"
+        "        continue\n"
+        "    else:\n"
+        "        r = {'content': [{'type': 'text', 'text': 'done'}]}\n"
+        "    print(json.dumps({'jsonrpc': '2.0', 'id': m['id'], 'result': r}), flush=True)\n"
+    )
+    with anyio.fail_after(20):
+        async with open_mcp(stdio("slow", str(slow))) as connection:
+            with pytest.raises(McpError, match=r"no answer to tools/call within 0\.3 s"):
+                await connection.call_tool("wait", {"hang": True}, timeout=0.3)
+            assert (await connection.call_tool("wait", {})).text == "done"

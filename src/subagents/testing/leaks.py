@@ -1,18 +1,25 @@
 """Leak checks for tests and benchmarks: this process's descendants (zombies included) and
-its open file descriptors, read from the process table (``/proc``, Linux) before and after,
-with a bounded grace for the kernel to finish reaping::
+its open file descriptors, read from the process table (``/proc``, Linux), and the running
+event loop's tasks (asyncio or trio, through anyio; none when called outside a loop), before
+and after, with a bounded grace for the kernel to finish reaping::
 
     before = snapshot()
     ...  # start and dispose of children
-    assert_no_leak(before)   # raises AssertionError listing every process and fd left
+    assert_no_leak(before)   # raises AssertionError listing every process, fd and task left
+
+A task still running after the blocks that started it have ended is a task nobody owns
+(structured concurrency ends every owned task with its block), so tasks get no grace.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+
+import anyio
 
 __all__ = ("Resources", "assert_no_leak", "descendants", "snapshot")
 
@@ -21,6 +28,17 @@ __all__ = ("Resources", "assert_no_leak", "descendants", "snapshot")
 class Resources:
     children: frozenset[int]
     fds: frozenset[int]
+    tasks: Mapping[int, str] = field(default_factory=dict[int, str])
+    """Task id -> name of the event loop's live tasks (empty outside a loop)."""
+
+
+def live_tasks() -> dict[int, str]:
+    """Task id -> name of the running event loop's live tasks (empty outside a loop)."""
+    try:
+        running = anyio.get_running_tasks()
+    except RuntimeError:  # no event loop runs here
+        return {}
+    return {task.id: task.name or repr(task.coro) for task in running}
 
 
 def _ppid_and_state(pid: int) -> tuple[int, str] | None:
@@ -50,16 +68,34 @@ def descendants(root: int | None = None) -> set[int]:
 
 
 def snapshot() -> Resources:
-    fds = frozenset(int(name) for name in os.listdir("/proc/self/fd"))
-    return Resources(frozenset(descendants()), fds)
+    return Resources(frozenset(descendants()), _open_fds(), live_tasks())
+
+
+def _open_fds() -> frozenset[int]:
+    """This process's open descriptors (not the one listing them, closed by then)."""
+    listed = [int(name) for name in os.listdir("/proc/self/fd")]
+    still: set[int] = set()
+    for fd in listed:
+        try:
+            os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        still.add(fd)
+    return frozenset(still)
 
 
 def assert_no_leak(
     before: Resources, grace: float = 3.0, *, also_gone: frozenset[int] | set[int] = frozenset()
 ) -> None:
-    """Fail unless, within ``grace`` seconds, no process and no descriptor is left beyond
-    ``before`` (and every pid of ``also_gone``, say a grandchild that left our tree, is
-    gone)."""
+    """Fail unless no task, and within ``grace`` seconds no process and no descriptor, is
+    left beyond ``before`` (and every pid of ``also_gone``, say a grandchild that left our
+    tree, is gone)."""
+    stray = {task: name for task, name in live_tasks().items() if task not in before.tasks}
+    if stray:
+        raise AssertionError(
+            "tasks left running after dispose:\n  "
+            + "\n  ".join(f"task {task}: {name}" for task, name in sorted(stray.items()))
+        )
     deadline = time.monotonic() + grace
     while True:
         now = snapshot()

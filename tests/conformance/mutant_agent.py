@@ -757,6 +757,31 @@ class _RefusesSseMcp(_RefusesRemoteMcp):
     kind = "sse"
 
 
+class _AbandonsMcpServers(_Mutant):
+    """Starts each stdio MCP server a second time, detached (its own session) and never
+    stopped: a server that outlives its stdin survives the agent."""
+
+    async def new_session(
+        self, params: NewSessionRequest, conn: ClientConnection
+    ) -> NewSessionResponse:
+        import subprocess
+
+        for server in params.mcp_servers:
+            if isinstance(server, acp.McpServerStdio):
+                _ABANDONED.append(
+                    subprocess.Popen(  # noqa: ASYNC220 - the defect: started, never awaited
+                        [server.command, *server.args],
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.DEVNULL,
+                        start_new_session=True,
+                    )
+                )
+        return await super().new_session(params, conn)
+
+
+_ABANDONED: list[Any] = []
+
+
 class _LoadsUnknownSessions(_Mutant):
     async def load_session(
         self, params: LoadSessionRequest, conn: ClientConnection
@@ -1049,6 +1074,12 @@ MUTANTS: dict[str, Mutant] = {
         "answers session/load with a null result",
         "not an object",
         wire=_LoadAnswersNull,
+    ),
+    "abandons-mcp-servers": Mutant(
+        "ACP-SHUTDOWN-003",
+        "starts each stdio MCP server detached and never stops it",
+        "were still running 5 s after the agent exited",
+        agent=_AbandonsMcpServers,
     ),
     "loads-unknown-sessions": Mutant(
         "ACP-LOAD-004",

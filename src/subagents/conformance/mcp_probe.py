@@ -1,7 +1,8 @@
 """A tiny stdio MCP server for the conformance suite: proof that an agent connected to it.
 
-Run it as ``python -m subagents.conformance.mcp_probe MARKER_FILE``. It reads
-newline-delimited JSON-RPC 2.0 on stdin and answers on stdout:
+Run it as ``python -m subagents.conformance.mcp_probe [--linger SECONDS] MARKER_FILE``. It
+appends its process id to ``MARKER_FILE.pid`` as it starts, then reads newline-delimited
+JSON-RPC 2.0 on stdin and answers on stdout:
 
 ``initialize``
     Appends the line ``initialize`` to ``MARKER_FILE`` (created if missing), then answers with
@@ -18,13 +19,17 @@ newline-delimited JSON-RPC 2.0 on stdin and answers on stdout:
 
 Any other request is ``-32601``; notifications (``notifications/initialized`` included) and
 responses are ignored; a line that is not JSON is answered ``-32700``. It exits with status 0
-at the end of stdin. Only the standard library is imported, so it starts fast.
+at the end of stdin, or, with ``--linger``, that many seconds later (a stubborn server that
+outlives its stdin: only a signal ends it sooner). Only the standard library is imported, so
+it starts fast.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+import time
 from typing import Any, Final
 
 __all__ = ("SERVER_NAME", "TOOL_NAME", "handle", "main")
@@ -105,10 +110,21 @@ def handle(line: bytes, marker: str) -> dict[str, Any] | None:
 def main(argv: list[str] | None = None) -> int:
     """Serve stdin/stdout until stdin ends; the exit status."""
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        sys.stderr.write("usage: python -m subagents.conformance.mcp_probe MARKER_FILE\n")
+    linger = 0.0
+    if len(args) == 3 and args[0] == "--linger":
+        try:
+            linger = float(args[1])
+        except ValueError:
+            linger = -1.0
+        args = args[2:]
+    if len(args) != 1 or linger < 0:
+        sys.stderr.write(
+            "usage: python -m subagents.conformance.mcp_probe [--linger SECONDS] MARKER_FILE\n"
+        )
         return 2
     marker = args[0]
+    with open(marker + ".pid", "a", encoding="ascii") as pid_file:
+        pid_file.write(f"{os.getpid()}\n")
     stdin = sys.stdin.buffer
     stdout = sys.stdout.buffer
     for line in stdin:
@@ -118,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
         if answer is not None:
             stdout.write(json.dumps(answer, separators=(",", ":")).encode() + b"\n")
             stdout.flush()
+    if linger:
+        time.sleep(linger)
     return 0
 
 

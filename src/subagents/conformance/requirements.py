@@ -579,6 +579,13 @@ _ALL: tuple[Requirement, ...] = (
         "transports.mdx#stdio",
     ),
     Requirement(
+        "ACP-SHUTDOWN-003",
+        Tier.ADVISORY,
+        "Once the agent has exited, the stdio MCP servers it started are gone too, even one "
+        "that outlives its stdin (the suite's probe, with --linger).",
+        "session-setup.mdx#mcp-servers",
+    ),
+    Requirement(
         "ACP-TIMING-001",
         Tier.ADVISORY,
         "initialize, session/new and an echo prompt are each answered within the suite's timeouts.",

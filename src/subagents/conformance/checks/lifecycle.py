@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
+from contextlib import suppress
+from pathlib import Path
 from typing import Any, cast
 
 import anyio
@@ -155,13 +158,35 @@ async def session_ids_are_unique(ctx: CheckContext) -> None:
             ctx.fail(f"two session/new calls both returned the session id {first!r}")
 
 
-def _mcp_server(marker: str) -> dict[str, Any]:
+def _mcp_server(marker: str, *, linger: float = 0) -> dict[str, Any]:
+    lingering = ["--linger", str(linger)] if linger else []
     return {
         "name": "conformance-probe",
         "command": sys.executable,
-        "args": ["-m", "subagents.conformance.mcp_probe", marker],
+        "args": ["-m", "subagents.conformance.mcp_probe", *lingering, marker],
         "env": [],
     }
+
+
+_MCP_LINGER = 30.0
+"""How long the stubborn probe of ACP-SHUTDOWN-003 outlives its stdin (unless signalled)."""
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (not a zombie)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
+
+
+async def _appears(path: anyio.Path, timeout: float) -> bool:
+    with anyio.move_on_after(timeout):
+        while not await path.exists():  # noqa: ASYNC110 - no event exists for a file appearing
+            await anyio.sleep(0.05)
+        return True
+    return False
 
 
 @check("ACP-MCP-001")
@@ -271,6 +296,36 @@ async def leaves_no_process_behind(ctx: CheckContext) -> None:
         left = _group_members(pgid)
         if left:
             ctx.fail(f"after the agent exited, process(es) {left} of its group were still running")
+
+
+@check("ACP-SHUTDOWN-003")
+async def mcp_servers_end_with_the_agent(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        await ctx.ready(wire)
+        marker = wire.cwd / "mcp-stubborn.log"
+        pid_file = anyio.Path(f"{marker}.pid")
+        server = _mcp_server(str(marker), linger=_MCP_LINGER)
+        session_id = await ctx.new_session(wire, mcpServers=[server])
+        if not await _appears(pid_file, 1.0):
+            await ctx.prompt(wire, session_id)  # some agents connect at the first prompt
+            if not await _appears(pid_file, ctx.options.timeout):
+                ctx.skip("the agent never started the MCP server it was given (ACP-MCP-002)")
+        await wire.close_stdin()
+        if await wire.wait_exit(5.0) is None:
+            ctx.skip("the agent did not exit on stdin EOF (see ACP-SHUTDOWN-001)")
+        pids = [int(word) for word in (await pid_file.read_text()).split()]
+        with anyio.move_on_after(5.0):
+            while any(map(_running, pids)):  # noqa: ASYNC110 - no event for a non-child's exit
+                await anyio.sleep(0.05)
+        left = [pid for pid in pids if _running(pid)]
+        for pid in left:
+            with suppress(OSError):
+                os.kill(pid, signal.SIGKILL)  # the suite cleans up after the agent
+        if left:
+            ctx.fail(
+                f"the MCP server(s) it started (pid {', '.join(map(str, left))}; the probe "
+                "outlives its stdin) were still running 5 s after the agent exited"
+            )
 
 
 @check("ACP-TIMING-001")

@@ -47,6 +47,8 @@ def test_reference_agent_passes_every_requirement(full_run: tuple[Run, Path]) ->
         else:
             assert item["status"] == "pass", item
     assert "verdict: CONFORMANT" in run.stdout
+    # How soon a cancel was honoured is recorded for the agent's author (not judged).
+    assert any(n.startswith("answered cancelled ") for n in run.by_id["ACP-CANCEL-001"]["notes"])
     print(f"reference agent suite: {run.report['duration']:.1f} s")  # recorded, not asserted
 
 

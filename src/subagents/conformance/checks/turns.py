@@ -175,6 +175,11 @@ def _judge_cancelled(
         )
     result = response.result
     reason = cast(dict[str, Any], result).get("stopReason") if isinstance(result, dict) else None
+    if reason == "cancelled":
+        # "SHOULD stop ... as soon as possible": how soon is recorded (not judged: it depends
+        # on the machine and on what the agent was doing).
+        latency = response.line.t - wire.lines[sent_at].t
+        ctx.note(f"answered cancelled {latency * 1000:.0f} ms after {how}")
     if reason != "cancelled":
         if index_of(wire, response.line) < sent_at:
             ctx.skip(f"the turn ended ({reason!r}) before {how} was sent")

@@ -138,3 +138,16 @@ async def test_a_call_slower_than_its_bound_fails_and_the_connection_stays_usabl
             with pytest.raises(McpError, match=r"no answer to tools/call within 0\.3 s"):
                 await connection.call_tool("wait", {"hang": True}, timeout=0.3)
             assert (await connection.call_tool("wait", {})).text == "done"
+
+
+async def test_an_error_answer_is_an_error_and_not_announced_as_cancelled() -> None:
+    """A request the server answers with a JSON-RPC error raises McpError with that error; it
+    was answered, so no notifications/cancelled follows (only unanswered requests get one)."""
+    async with serve_mcp_http() as server:
+        entry = acp.HttpMcpServer(name="web", url=server.http_url, headers=[])
+        with anyio.fail_after(20):
+            async with open_mcp(entry) as connection:
+                with pytest.raises(McpError, match="resources/list was answered with an error"):
+                    await connection.request("resources/list", {})
+    assert "resources/list" in server.methods
+    assert "notifications/cancelled" not in server.methods

@@ -283,26 +283,32 @@ class McpConnection:
         limit = self.timeout if timeout is None else timeout
         async with self._lock:
             request_id = next(self._ids)
-            answered = False
+            answer: dict[str, Any] | None = None
             try:
                 with anyio.move_on_after(limit):
                     await self._channel.send(
                         {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
                     )
-                    result = await self._answer(method, request_id)
-                    answered = True
-                    return result
+                    answer = await self._answer(request_id)
             finally:
-                if not answered:
+                if answer is None:  # timed out, cancelled or failed: the server may stop
                     with anyio.move_on_after(1, shield=True):
                         await self._announce_cancel(request_id)
-        raise McpError(f"no answer to {method} within {limit:g} s")
+        if answer is None:
+            raise McpError(f"no answer to {method} within {limit:g} s")
+        if "error" in answer:
+            raise McpError(f"{method} was answered with an error: {answer['error']}")
+        result = answer.get("result")
+        if not isinstance(result, dict):
+            raise McpError(f"{method} was answered without a result object")
+        return cast(dict[str, Any], result)
 
     async def _announce_cancel(self, request_id: int) -> None:
         with suppress(McpError, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             await self._notify("notifications/cancelled", {"requestId": request_id})
 
-    async def _answer(self, method: str, request_id: int) -> dict[str, Any]:
+    async def _answer(self, request_id: int) -> dict[str, Any]:
+        """The server's response to ``request_id`` (answering its requests meanwhile)."""
         while True:
             message = await self._channel.receive()
             if "method" in message:
@@ -312,14 +318,9 @@ class McpConnection:
                         {"jsonrpc": "2.0", "id": message["id"], "error": error}
                     )
                 continue
-            if message.get("id") != request_id:
-                continue  # a late answer to an abandoned request
-            if "error" in message:
-                raise McpError(f"{method} was answered with an error: {message['error']}")
-            result = message.get("result")
-            if not isinstance(result, dict):
-                raise McpError(f"{method} was answered without a result object")
-            return cast(dict[str, Any], result)
+            if message.get("id") == request_id:
+                return message
+            # else: a late answer to an abandoned request
 
     async def _handshake(self) -> None:
         answer = await self.request(

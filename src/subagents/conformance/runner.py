@@ -21,6 +21,7 @@ from typing import Any, cast
 
 import anyio
 
+from .._exception_groups import leaf_exceptions
 from ..transports.process import ProcessStartError
 from . import checks as _checks  # registers every check
 from .framework import (
@@ -228,23 +229,13 @@ async def probe_agent(options: Options) -> Probe:
     return probe
 
 
-def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
-    found: list[BaseException] = []
-    for exc in group.exceptions:
-        if isinstance(exc, BaseExceptionGroup):
-            found.extend(_leaves(cast(BaseExceptionGroup[BaseException], exc)))
-        else:
-            found.append(exc)
-    return found
-
-
 async def _unwrapped(check: Callable[[CheckContext], Awaitable[None]], ctx: CheckContext) -> None:
     """Run ``check``; an outcome raised inside a task group (say the block of a server the
     check runs) comes out as itself, not wrapped in an exception group."""
     try:
         await check(ctx)
     except BaseExceptionGroup as group:
-        leaves = _leaves(group)
+        leaves = leaf_exceptions(group)
         if len(leaves) == 1 and isinstance(leaves[0], Exception):
             raise leaves[0] from group
         raise

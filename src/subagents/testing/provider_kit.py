@@ -37,6 +37,7 @@ from typing import Literal, Protocol, TypeAlias, final
 
 import anyio
 
+from .._exception_groups import leaf_exceptions
 from ..protocol.jsonrpc import JsonValue
 from ..providers.contract import (
     START_TIME_FEATURES,
@@ -342,16 +343,6 @@ class _ServiceLike(Protocol):
     ) -> SubagentRun: ...
 
 
-def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
-    leaves: list[BaseException] = []
-    for exc in group.exceptions:
-        if isinstance(exc, BaseExceptionGroup):
-            leaves.extend(_leaves(exc))  # pyright: ignore[reportUnknownArgumentType]
-        else:
-            leaves.append(exc)
-    return leaves
-
-
 # -- the checks -----------------------------------------------------------------------------
 
 _CHECKS: list[ProviderCheck] = []
@@ -366,7 +357,7 @@ def _check(
                 await body(_Check(name, rule, scenarios), factory)
             except BaseExceptionGroup as group:
                 # A provider's (or a factory's) task group wrapped the verdict: unwrap it.
-                for leaf in _leaves(group):
+                for leaf in leaf_exceptions(group):
                     if isinstance(leaf, ProviderCheckFailure | ProviderCheckSkipped):
                         raise leaf from group
                 raise

@@ -38,6 +38,7 @@ import anyio
 import anyio.abc
 
 from .. import __version__
+from .._exception_groups import leaf_exceptions
 from ..protocol import JsonValue, acp
 
 if TYPE_CHECKING:
@@ -443,19 +444,6 @@ async def _open_stdio(server: acp.McpServerStdio, timeout: float) -> AsyncGenera
     raise error
 
 
-def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The one exception inside ``group`` (nested groups looked through), else the group."""
-    leaves: list[BaseException] = []
-    pending: list[BaseException] = [group]
-    while pending:
-        exc = pending.pop()
-        if isinstance(exc, BaseExceptionGroup):
-            pending.extend(cast(BaseExceptionGroup[BaseException], exc).exceptions)
-        else:
-            leaves.append(exc)
-    return leaves[0] if len(leaves) == 1 else group
-
-
 @asynccontextmanager
 async def _open_remote(
     server: acp.McpServerHttp | acp.McpServerSse, timeout: float
@@ -488,4 +476,5 @@ async def _open_remote(
                     tg.cancel_scope.cancel()
         except BaseExceptionGroup as group:
             # One failure (the listener's, the handshake's or the caller's): itself.
-            raise _single(group) from None
+            leaves = leaf_exceptions(group)
+            raise (leaves[0] if len(leaves) == 1 else group) from None

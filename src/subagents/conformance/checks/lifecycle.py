@@ -15,6 +15,7 @@ import anyio
 
 from ..framework import CheckContext, check
 from ..mcp_http import serve_mcp_http
+from ..wire import AgentWire
 from ._common import basic_exchange, result_dict
 
 
@@ -189,6 +190,17 @@ async def _appears(path: anyio.Path, timeout: float) -> bool:
     return False
 
 
+async def _probe_started(
+    ctx: CheckContext, wire: AgentWire, session_id: str, path: anyio.Path, first_wait: float
+) -> bool:
+    """Whether the probe writes ``path`` within ``first_wait`` of session setup, or else
+    after a prompt (some agents connect lazily, at the first prompt)."""
+    if await _appears(path, first_wait):
+        return True
+    await ctx.prompt(wire, session_id)
+    return await _appears(path, ctx.options.timeout)
+
+
 @check("ACP-MCP-001")
 async def stdio_mcp_servers_are_accepted(ctx: CheckContext) -> None:
     async with ctx.agent() as wire:
@@ -207,17 +219,8 @@ async def stdio_mcp_servers_are_connected(ctx: CheckContext) -> None:
         await ctx.ready(wire)
         marker = wire.cwd / "mcp-probe.log"
         session_id = await ctx.new_session(wire, mcpServers=[_mcp_server(str(marker))])
-        with anyio.move_on_after(ctx.options.timeout):
-            while not marker.exists():  # noqa: ASYNC110 - no event exists for a file appearing
-                await anyio.sleep(0.05)
-            return
-        # Some agents connect lazily, at the first prompt.
-        await ctx.prompt(wire, session_id)
-        with anyio.move_on_after(ctx.options.timeout):
-            while not marker.exists():  # noqa: ASYNC110 - no event exists for a file appearing
-                await anyio.sleep(0.05)
-            return
-        ctx.fail("the stdio MCP server given in session/new was never sent an MCP initialize")
+        if not await _probe_started(ctx, wire, session_id, anyio.Path(marker), ctx.options.timeout):
+            ctx.fail("the stdio MCP server given in session/new was never sent an MCP initialize")
 
 
 async def _remote_mcp_session(ctx: CheckContext, kind: str) -> None:
@@ -306,10 +309,8 @@ async def mcp_servers_end_with_the_agent(ctx: CheckContext) -> None:
         pid_file = anyio.Path(f"{marker}.pid")
         server = _mcp_server(str(marker), linger=_MCP_LINGER)
         session_id = await ctx.new_session(wire, mcpServers=[server])
-        if not await _appears(pid_file, 1.0):
-            await ctx.prompt(wire, session_id)  # some agents connect at the first prompt
-            if not await _appears(pid_file, ctx.options.timeout):
-                ctx.skip("the agent never started the MCP server it was given (ACP-MCP-002)")
+        if not await _probe_started(ctx, wire, session_id, pid_file, 1.0):
+            ctx.skip("the agent never started the MCP server it was given (ACP-MCP-002)")
         await wire.close_stdin()
         if await wire.wait_exit(5.0) is None:
             ctx.skip("the agent did not exit on stdin EOF (see ACP-SHUTDOWN-001)")

@@ -1,0 +1,18 @@
+"""Looking through exception groups: a task group wraps what its tasks (and its body) raise."""
+
+from __future__ import annotations
+
+from typing import cast
+
+__all__ = ("leaf_exceptions",)
+
+
+def leaf_exceptions(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    """Every exception inside ``group``, nested groups looked through, in order."""
+    leaves: list[BaseException] = []
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            leaves.extend(leaf_exceptions(cast(BaseExceptionGroup[BaseException], exc)))
+        else:
+            leaves.append(exc)
+    return leaves

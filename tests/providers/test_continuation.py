@@ -11,13 +11,16 @@ from subagents.providers import (
     ContinuableProvider,
     Continuation,
     ContinuationManager,
+    KnownChild,
     SubagentCapabilities,
+    SubagentEnded,
     SubagentError,
     SubagentErrorCode,
     SubagentOutcome,
     SubagentRequest,
     SubagentRun,
     SubagentService,
+    SubagentStarted,
 )
 
 pytestmark = pytest.mark.anyio
@@ -30,6 +33,10 @@ STORE: dict[str, list[str]] = {}
 class Chat:
     id: str
     live: bool = True
+
+    @property
+    def remote_id(self) -> str:
+        return self.id
 
     async def send(self, message: str, *, cancel: CancelSignal | None = None) -> SubagentOutcome:
         assert self.live, "sent to a disposed child"
@@ -45,6 +52,7 @@ class ChatProvider:
     name: str = "chat"
     capabilities: SubagentCapabilities = field(default_factory=SubagentCapabilities)
     resumed: list[str] = field(default_factory=list[str])
+    prepared: int = 0
 
     async def start(self, request: SubagentRequest, *, cancel: CancelSignal) -> SubagentRun:
         raise NotImplementedError
@@ -52,13 +60,16 @@ class ChatProvider:
     async def prepare_continuable(
         self, request: SubagentRequest, *, cancel: CancelSignal
     ) -> Continuation:
+        self.prepared += 1
         child = Chat(f"chat-{len(STORE) + 1}")
         STORE[child.id] = []
         return child
 
-    async def resume_continuable(self, child_id: str, *, cancel: CancelSignal) -> Continuation:
-        self.resumed.append(child_id)
-        return Chat(child_id)
+    async def resume_continuable(
+        self, remote_id: str, *, cancel: CancelSignal, child_id: str | None = None
+    ) -> Continuation:
+        self.resumed.append(remote_id)
+        return Chat(remote_id)
 
 
 @dataclass
@@ -99,16 +110,65 @@ async def test_later_messages_reach_the_child_and_a_released_child_resumes_cold(
         await children.release(child.id)
         second = await children.deliver(child.id, "and a hotel")
         persisted = children.known()
-    assert first.output == "book a train"
-    assert second.output == "book a train | and a hotel"
-    assert provider.resumed == [child.id]
-    assert persisted == {child.id: "chat"}
+    remote = child.remote_id
+    assert (first.output, first.child_id) == ("book a train", child.id)
+    assert (second.output, second.child_id) == ("book a train | and a hotel", child.id)
+    assert provider.resumed == [remote]
+    assert persisted == {child.id: KnownChild("chat", remote)}
 
     # A new manager (say, after a restart) continues the same child from the persisted ids.
-    async with ContinuationManager(service, known=persisted) as later:
+    restored = {k: KnownChild.from_json(v.to_json()) for k, v in persisted.items()}
+    async with ContinuationManager(service, known=restored) as later:
         third = await later.deliver(child.id, "cheapest please")
     assert third.output == "book a train | and a hotel | cheapest please"
-    assert provider.resumed == [child.id, child.id]
+    assert third.child_id == child.id
+    assert provider.resumed == [remote, remote]
+
+
+async def test_continuable_creation_passes_the_same_capability_gate_as_start() -> None:
+    """Issue 15, point 4: "Continuable creation passes the same start-time capability check as
+    start": a persona or tool filter the provider does not advertise is rejected loud before
+    the provider is asked, and no lifecycle event is emitted."""
+    provider = ChatProvider()
+    service = SubagentService()
+    service.register(provider)
+    events: list[object] = []
+    service.subscribe(events.append)
+    async with ContinuationManager(service) as children:
+        for request in (
+            SubagentRequest("hi", persona="a pirate"),
+            SubagentRequest("hi", tool_filter=("read",)),
+        ):
+            with pytest.raises(SubagentError) as info:
+                await children.start("chat", request)
+            assert info.value.code is SubagentErrorCode.UNSUPPORTED_CAPABILITY
+    assert provider.prepared == 0
+    assert events == []
+
+
+async def test_continuable_children_emit_the_lifecycle_pair() -> None:
+    """Issue 15, point 4: continuable children emit the same lifecycle pair as runs: started
+    at publication, ended (with the last turn's outcome) when released; a cold resume is a new
+    pair under the same minted child id."""
+    service = SubagentService()
+    service.register(ChatProvider())
+    events: list[SubagentStarted | SubagentEnded] = []
+    service.subscribe(events.append)
+    async with ContinuationManager(service) as children:
+        child = await children.start("chat", SubagentRequest("plan"))
+        assert [type(e) for e in events] == [SubagentStarted]
+        reply = await children.deliver(child.id, "go")
+        await children.release(child.id)
+        assert [type(e) for e in events] == [SubagentStarted, SubagentEnded]
+        await children.deliver(child.id, "again")
+    assert [type(e) for e in events] == [SubagentStarted, SubagentEnded] * 2
+    assert {e.run_id for e in events} == {child.id}
+    ended = events[1]
+    assert isinstance(ended, SubagentEnded)
+    assert ended.outcome == reply
+    started = events[0]
+    assert isinstance(started, SubagentStarted)
+    assert started.remote_id == child.remote_id
 
 
 async def test_an_unknown_child_is_a_clear_error() -> None:

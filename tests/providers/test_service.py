@@ -6,7 +6,7 @@ Each test's docstring quotes the rule of the seam design note it checks.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import TracebackType
 
 import anyio
@@ -116,8 +116,28 @@ async def test_multiple_providers_coexist_and_a_caller_picks_one_by_name() -> No
     service.register(spawn)
     service.register(acp)
     run = await service.start("acp", SubagentRequest("hi"))
-    assert run.id == "acp-1"
+    assert run.id.startswith("acp:")
     assert (spawn.starts, acp.starts) == (0, 1)
+
+
+async def test_the_service_mints_unique_child_ids_whatever_the_provider_returns() -> None:
+    """Issue 15, point 2: two children whose remote side numbers them the same (the official
+    SDK's example agent calls every first session of a process ``0``) still get distinct
+    child ids, minted by the service; the remote id stays available as its own field, and
+    lifecycle events and outcomes use the minted id."""
+    service = SubagentService()
+    events = recorder(service)
+    runs: list[SubagentRun] = []
+    for _ in range(3):  # a fresh provider each time: each numbers its first run "acp-1"
+        service.register(StubProvider("acp"))
+        runs.append(await service.start("acp", SubagentRequest("hi")))
+        service.unregister("acp")
+    assert len({run.id for run in runs}) == 3
+    assert [getattr(run, "remote_id", None) for run in runs] == ["acp-1"] * 3
+    started = [e for e in events if isinstance(e, SubagentStarted)]
+    assert [e.run_id for e in started] == [run.id for run in runs]
+    assert [e.remote_id for e in started] == ["acp-1"] * 3
+    assert all(e.request.child_id == e.run_id for e in started)
 
 
 async def test_an_unknown_provider_is_a_clear_error() -> None:
@@ -203,7 +223,7 @@ async def test_a_published_run_emits_exactly_one_started_and_one_ended() -> None
     events = recorder(service)
     request = SubagentRequest("hi")
     run = await service.start("acp", request)
-    assert events == [SubagentStarted("acp-1", "acp", request)]
+    assert events == [SubagentStarted(run.id, "acp", replace(request, child_id=run.id), "acp-1")]
     provider.runs[0].outcome = SubagentOutcome.completed("acp-1", "done")
     provider.runs[0].finish.set()
     first = await run.result()
@@ -211,7 +231,8 @@ async def test_a_published_run_emits_exactly_one_started_and_one_ended() -> None
     await run.dispose()
     await run.dispose()
     assert first is second
-    assert events[1:] == [SubagentEnded("acp-1", "acp", first)]
+    assert first.child_id == run.id
+    assert events[1:] == [SubagentEnded(run.id, "acp", first)]
 
 
 async def test_a_result_failure_after_publication_still_closes_the_pair() -> None:
@@ -228,7 +249,7 @@ async def test_a_result_failure_after_publication_still_closes_the_pair() -> Non
     assert (outcome.status, outcome.failure_kind, outcome.child_id) == (
         "failed",
         "infrastructure",
-        "acp-1",
+        run.id,
     )
     assert isinstance(outcome.cause, RuntimeError)
     assert [type(e) for e in events] == [SubagentStarted, SubagentEnded]

@@ -25,6 +25,7 @@ one place where tool exceptions turn into results). Model failures (``LlmError``
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Final, final
 
@@ -130,10 +131,18 @@ class _Turn:
         session.append(SessionEvent("user", prompt))
         try:
             return await self._steps()
-        except BaseException:
-            # Cancelled from outside (or a bug): keep the log balanced (no await), re-raise.
+        except BaseException as exc:
+            # Cancelled from outside, or an unexpected error (an adapter's bug, a full disk):
+            # keep the log balanced (no await) when it can still be written, and re-raise (the
+            # provider settles the run failed, naming the error).
             if not session.events or session.events[-1].kind != "turn_end":
-                self._end("cancelled", message="the turn was cancelled")
+                if isinstance(exc, Exception):
+                    status: TurnStatus = "failed"
+                    message = f"unexpected {type(exc).__name__}: {exc}"
+                else:
+                    status, message = "cancelled", "the turn was cancelled"
+                with suppress(Exception):
+                    self._end(status, message=message)
             raise
 
     async def _steps(self) -> TurnOutcome:

@@ -16,6 +16,12 @@ tools when background tasks are on), its system prompt, and its limits. A child 
 limits (depth, tool filter) and prompt live in its session's ``config``, so a session read
 back from disk (a cold resume) runs with the same ones.
 
+Depth is absolute: a root is at depth 0 and a child one below its parent. A child of a parent
+the runtime does not know (a *detached* child: the request names no parent session, or one
+of another store) is at depth 1, below whoever started it, so ``depth_limit=N`` allows
+exactly N levels either way. Its key is ``detached-<parent id, made file-name safe, or
+none>.<n>`` (the n-th detached child of that parent in this runtime), stable across runs.
+
 Snapshots (:class:`~subagents.harness.snapshots.SnapshotStore`): when given, each session's
 model calls go through the store under the session's key (recorded, or replayed without the
 real adapter).
@@ -23,6 +29,7 @@ real adapter).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -45,6 +52,7 @@ _FILTER: Final = "tool_filter"
 _DEPTH_LIMIT: Final = "depth_limit"
 _SYSTEM: Final = "system"
 _CAN_DELEGATE: Final = "can_delegate"
+_UNSAFE: Final = re.compile(r"[^A-Za-z0-9_-]")
 
 
 @final
@@ -176,6 +184,8 @@ class AgentRuntime:
         self.snapshots = snapshots
         self._offers: list[_Offer] = []
         self._adapters: dict[str, LlmAdapter] = {}
+        self._detached: dict[str, int] = {}
+        """How many detached children each (sanitised) parent id has had in this runtime."""
 
     # -- delegation ------------------------------------------------------------------------
 
@@ -216,7 +226,8 @@ class AgentRuntime:
         tool_filter: Sequence[str] | None = None,
     ) -> ChildLimits:
         """The limits of a new child of ``parent`` (``None``: a parent this runtime does not
-        know, taken as a root): the smaller depth limit and both filters apply."""
+        know, taken as a root, so the child is at depth 1): the smaller depth limit and both
+        filters apply."""
         depth = (parent.depth if parent is not None else 0) + 1
         inherited_limit: int | None = None
         inherited_filter: ToolFilter | None = None
@@ -247,9 +258,14 @@ class AgentRuntime:
         seed: Sequence[Message] | None = None,
         instructions: str | None = None,
         extra_config: Mapping[str, JsonValue] | None = None,
+        session_id: str | None = None,
     ) -> Agent:
         """A new child session and its agent; a fork's ``seed`` (its parent's history, maybe
-        empty) is logged first as a ``seed`` event."""
+        empty) is logged first as a ``seed`` event.
+
+        Without ``parent`` the child is detached (see the module docstring): at
+        ``limits.depth``, below ``parent_id``. ``session_id`` chooses the child's session id
+        (default a fresh one; see :meth:`SessionStore.create`)."""
         system = persona if persona is not None else self.settings.system
         if instructions:
             system = f"{system}\n\n{instructions}" if system else instructions
@@ -261,14 +277,24 @@ class AgentRuntime:
             **(extra_config or {}),
         }
         if parent is not None:
-            session = self.sessions.create(parent=parent, config=config)
+            session = self.sessions.create(parent=parent, session_id=session_id, config=config)
         else:
-            key = f"detached-{parent_id or 'none'}"[:64].replace("/", "_").replace(".", "_")
-            session = self.sessions.create(parent_id=parent_id, config=config, key=None)
-            session.key = f"{key}-{session.id[:8]}"
+            session = self.sessions.create(
+                parent_id=parent_id,
+                depth=limits.depth,
+                key=self._detached_key(parent_id),
+                session_id=session_id,
+                config=config,
+            )
         if seed is not None:
             session.append(SessionEvent("seed", messages=tuple(seed)))
         return self.agent(session)
+
+    def _detached_key(self, parent_id: str | None) -> str:
+        """The key of the next detached child of ``parent_id``."""
+        name = _UNSAFE.sub("_", parent_id)[:64] if parent_id else "none"
+        self._detached[name] = self._detached.get(name, 0) + 1
+        return f"detached-{name}.{self._detached[name]}"
 
     def agent(self, session: Session) -> Agent:
         """The agent of an existing ``session`` (new, or read back from disk)."""

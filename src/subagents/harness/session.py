@@ -8,10 +8,15 @@ line is a header with the id, the lineage and the snapshot key). :meth:`SessionS
 reads it back.
 
 Lineage: ``parent_session`` is the id of the session that delegated to this one (``None``
-for a root), ``depth`` its nesting (a root is 0), and ``key`` a deterministic path (``root``,
-``root.1``, ``root.1.2``: the n-th child a session started), which names the session's model
-snapshot file (:mod:`subagents.harness.snapshots`): ids are random, keys are stable across
-runs.
+for a root), ``depth`` its nesting (a root is 0, its child 1: absolute, also below a parent
+this store does not know, whose child is created at the depth it is given), and ``key`` a
+deterministic path (``root``, ``root.1``, ``root.1.2``: the n-th child a session started),
+which names the session's model snapshot file (:mod:`subagents.harness.snapshots`): ids are
+random, keys are stable across runs. The header is written once, with the final lineage.
+
+A fork's seed (:func:`balanced_prefix`) holds completed turns only: the turns that ended
+``completed`` (and any seed the session itself started with), never a cancelled or failed
+turn, nor the one in flight.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import json
 import os
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias, cast, final
 
@@ -38,6 +43,9 @@ __all__ = (
 )
 
 FORMAT: Final = "subagents-session/1"
+EMPTY_ANSWER: Final = "(no answer)"
+"""What a seed says for a completed turn whose final answer was blank (some model APIs
+refuse an assistant message without content)."""
 
 EventKind: TypeAlias = Literal[
     "turn_start", "user", "assistant", "tool_call", "tool_result", "turn_end", "seed"
@@ -142,19 +150,39 @@ def _messages(events: Iterable[SessionEvent]) -> list[Message]:
     return messages
 
 
-def balanced_prefix(events: Sequence[SessionEvent]) -> tuple[Message, ...]:
-    """The messages of the turns that ended (a ``turn_end`` was logged), in order, stopping
-    at the first turn still running: the history a fork is seeded with.
+def _seedable(message: Message) -> Message:
+    """``message`` without a blank assistant text: beside tool calls it is emptied, alone it
+    becomes :data:`EMPTY_ANSWER` (an Anthropic assistant message needs non-blank content)."""
+    if message.role != "assistant" or message.text.strip():
+        return message
+    return replace(message, text="" if message.tool_calls else EMPTY_ANSWER)
 
-    A turn in flight is left out (its delegation call has no result yet, so it cannot be
-    replayed as history). Every tool call of the prefix has its result: the loop logs a result
-    for every call before it logs ``turn_end`` (cancelled and failed calls included).
+
+def balanced_prefix(events: Sequence[SessionEvent]) -> tuple[Message, ...]:
+    """The history a fork is seeded with: completed turns only, in order.
+
+    It holds the messages of every turn that ended ``completed`` and of every ``seed`` event
+    (a forked session's inherited history, itself completed turns). Cancelled and failed
+    turns are left out entirely, and so is the turn in flight (its delegation call has no
+    result yet). So the roles alternate as every model adapter expects: each turn is
+    ``user``, then ``assistant`` messages with tool calls each followed by their ``tool``
+    results, then the ``assistant``'s final answer (never two user messages in a row, never
+    a call without its result, never a blank assistant message: see :data:`EMPTY_ANSWER`).
     """
-    end = 0
-    for index, event in enumerate(events):
-        if event.kind == "turn_end" or (event.kind == "seed" and end == index):
-            end = index + 1
-    return tuple(_messages(events[:end]))
+    kept: list[SessionEvent] = []
+    turn: list[SessionEvent] | None = None
+    for event in events:
+        if event.kind == "turn_start":
+            turn = []
+        elif event.kind == "turn_end":
+            if turn is not None and event.status == "completed":
+                kept.extend(turn)
+            turn = None
+        elif turn is not None:
+            turn.append(event)
+        elif event.kind == "seed":
+            kept.append(event)
+    return tuple(_seedable(message) for message in _messages(kept))
 
 
 @final
@@ -230,6 +258,14 @@ class Session:
             yield tuple(current)
 
 
+def _checked_id(session_id: str) -> str:
+    """``session_id``, if it can name a session file (non-empty, no separator, no leading
+    dot); else a :class:`SessionError`."""
+    if not session_id or os.sep in session_id or session_id.startswith("."):
+        raise SessionError(f"not a session id: {session_id!r}")
+    return session_id
+
+
 @final
 @dataclass
 class SessionStore:
@@ -246,28 +282,43 @@ class SessionStore:
     def path_for(self, session_id: str) -> Path | None:
         if self.directory is None:
             return None
-        if not session_id or os.sep in session_id or session_id.startswith("."):
-            raise SessionError(f"not a session id: {session_id!r}")
-        return self.directory / f"{session_id}.jsonl"
+        return self.directory / f"{_checked_id(session_id)}.jsonl"
 
     def create(
         self,
         *,
         parent: Session | None = None,
         parent_id: str | None = None,
+        depth: int | None = None,
         key: str | None = None,
+        session_id: str | None = None,
         config: Mapping[str, JsonValue] | None = None,
     ) -> Session:
-        """A new session: a child of ``parent`` when given (its lineage, depth and key), else
-        a root (``parent_id`` records a parent this store does not know, at depth 0)."""
-        session_id = str(uuid.uuid4())
+        """A new session, its header written once its lineage is final.
+
+        - With ``parent``: its child (``parent.depth + 1``; ``key`` or the parent's next child
+          key). ``parent_id`` and ``depth`` are then not given.
+        - Else a session below ``parent_id``, a parent this store does not know (``None``: a
+          root), at ``depth`` (default 0) with ``key`` (default ``root``).
+
+        ``session_id`` is the new session's id (default a fresh uuid4); it must be a valid id
+        (see :meth:`path_for`) that this store does not have yet."""
+        if parent is not None and (parent_id is not None or depth is not None):
+            raise SessionError("a child of a known parent takes its lineage from the parent")
+        if depth is not None and depth < 0:
+            raise SessionError(f"a session depth cannot be negative: {depth}")
+        if session_id is None:
+            session_id = str(uuid.uuid4())
+        path = self.path_for(_checked_id(session_id))
+        if session_id in self._live or (path is not None and path.exists()):
+            raise SessionError(f"session {session_id} already exists")
         if parent is not None:
             session = Session(
                 session_id,
                 key=key or parent.next_child_key(),
                 parent_session=parent.id,
                 depth=parent.depth + 1,
-                path=self.path_for(session_id),
+                path=path,
                 config=config,
             )
         else:
@@ -275,22 +326,27 @@ class SessionStore:
                 session_id,
                 key=key or "root",
                 parent_session=parent_id,
-                path=self.path_for(session_id),
+                depth=depth or 0,
+                path=path,
                 config=config,
             )
-        if session.path is not None:
-            session.path.write_text(
+        if path is not None:
+            path.write_text(
                 json.dumps(session.header(), ensure_ascii=False) + "\n", encoding="utf-8"
             )
         self._live[session_id] = session
         return session
 
     def get(self, session_id: str) -> Session | None:
-        """A session of this store: live, else loaded from its file; ``None`` if unknown."""
+        """A session of this store: live, else loaded from its file; ``None`` if unknown (as
+        is an id that cannot name a session file, such as another store's ``acp:a/b``)."""
         session = self._live.get(session_id)
         if session is not None:
             return session
-        path = self.path_for(session_id)
+        try:
+            path = self.path_for(session_id)
+        except SessionError:
+            return None
         if path is None or not path.exists():
             return None
         return self.load(session_id)

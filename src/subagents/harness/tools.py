@@ -13,14 +13,23 @@ memory, files and credentials.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, final, runtime_checkable
+from typing import Protocol, TypeAlias, final, runtime_checkable
 
 from ..protocol.jsonrpc import JsonValue
-from ..providers.contract import CancelSignal
+from ..providers.contract import CancelSignal, ProgressEvent
 
-__all__ = ("Tool", "ToolError", "ToolFilter", "ToolRegistry", "ToolResult", "ToolSpec")
+__all__ = (
+    "ProgressReportingTool",
+    "Tool",
+    "ToolError",
+    "ToolFilter",
+    "ToolProgressCallback",
+    "ToolRegistry",
+    "ToolResult",
+    "ToolSpec",
+)
 
 
 @final
@@ -62,6 +71,34 @@ class Tool(Protocol):
         self, arguments: Mapping[str, JsonValue], *, cancel: CancelSignal
     ) -> ToolResult:
         """Run the tool; ``cancel`` is the execution's signal (pass it on to what you start)."""
+        ...
+
+
+ToolProgressCallback: TypeAlias = Callable[[ProgressEvent], None]
+"""Takes what a running tool reports. Synchronous and non-blocking: it must return at once
+(buffer or drop, never wait), so a slow listener never holds the tool's work back."""
+
+
+@runtime_checkable
+class ProgressReportingTool(Tool, Protocol):
+    """A tool that can report progress while it runs (the subagent tool: its child's events).
+
+    Optional: the method's presence is the capability (``isinstance(tool,
+    ProgressReportingTool)``), so every plain :class:`Tool` keeps working unchanged. The
+    agent loop calls :meth:`execute_with_progress` instead of ``execute`` when someone listens
+    to the turn's progress, and relays each event as a
+    :class:`~subagents.providers.contract.ChildProgress` under the call's id.
+    """
+
+    async def execute_with_progress(
+        self,
+        arguments: Mapping[str, JsonValue],
+        *,
+        cancel: CancelSignal,
+        on_progress: ToolProgressCallback,
+    ) -> ToolResult:
+        """Run the tool as ``execute`` does, passing what it reports to ``on_progress`` as it
+        happens (only while it runs)."""
         ...
 
 

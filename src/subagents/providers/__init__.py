@@ -7,12 +7,17 @@ their own modules: :mod:`subagents.providers.acp` (any ACP agent command),
 """
 
 from .continuation import ContinuationManager as ContinuationManager
+from .continuation import KnownChild as KnownChild
 from .contract import START_TIME_FEATURES as START_TIME_FEATURES
 from .contract import CancelSignal as CancelSignal
+from .contract import ChildProgress as ChildProgress
 from .contract import ContinuableProvider as ContinuableProvider
 from .contract import Continuation as Continuation
 from .contract import FailureKind as FailureKind
+from .contract import OtherProgress as OtherProgress
 from .contract import OutcomeStatus as OutcomeStatus
+from .contract import PlanEntry as PlanEntry
+from .contract import PlanProgress as PlanProgress
 from .contract import ProgressEvent as ProgressEvent
 from .contract import SubagentCapabilities as SubagentCapabilities
 from .contract import SubagentEnded as SubagentEnded
@@ -23,6 +28,11 @@ from .contract import SubagentProvider as SubagentProvider
 from .contract import SubagentRequest as SubagentRequest
 from .contract import SubagentRun as SubagentRun
 from .contract import SubagentStarted as SubagentStarted
+from .contract import TextProgress as TextProgress
+from .contract import ThoughtProgress as ThoughtProgress
+from .contract import ToolCallProgress as ToolCallProgress
+from .contract import ToolResultProgress as ToolResultProgress
+from .contract import UsageProgress as UsageProgress
 from .service import LifecycleEvent as LifecycleEvent
 from .service import LifecycleListener as LifecycleListener
 from .service import SubagentService as SubagentService
@@ -30,13 +40,18 @@ from .service import SubagentService as SubagentService
 __all__ = (
     "START_TIME_FEATURES",
     "CancelSignal",
+    "ChildProgress",
     "ContinuableProvider",
     "Continuation",
     "ContinuationManager",
     "FailureKind",
+    "KnownChild",
     "LifecycleEvent",
     "LifecycleListener",
+    "OtherProgress",
     "OutcomeStatus",
+    "PlanEntry",
+    "PlanProgress",
     "ProgressEvent",
     "SubagentCapabilities",
     "SubagentEnded",
@@ -48,4 +63,9 @@ __all__ = (
     "SubagentRun",
     "SubagentService",
     "SubagentStarted",
+    "TextProgress",
+    "ThoughtProgress",
+    "ToolCallProgress",
+    "ToolResultProgress",
+    "UsageProgress",
 )

@@ -15,58 +15,152 @@ and how one turn runs.
 from __future__ import annotations
 
 import abc
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import replace
 from types import TracebackType
-from typing import Any, ClassVar, Generic, Self, TypeVar
+from typing import Any, ClassVar, Generic, Self, TypeVar, cast
 
 import anyio
 import anyio.abc
 
+from .._exception_groups import leaf_exceptions
 from .._owned import open_owned_task_group
+from ..transports.process import AgentProcess, kill_process_group, process_group_alive
 from .contract import (
     CancelSignal,
     ProgressEvent,
+    SubagentCapabilities,
     SubagentError,
     SubagentErrorCode,
     SubagentOutcome,
     SubagentRequest,
+    bounded_partial,
+    new_child_id,
 )
 from .progress import ProgressFeed
 
 __all__ = ("ChildConversation", "ChildProvider", "ChildRun")
 
+logger = logging.getLogger("subagents.providers")
+
 ProviderT = TypeVar("ProviderT")
 _RunT = TypeVar("_RunT", bound="ChildRun[Any]")
 _ConversationT = TypeVar("_ConversationT", bound="ChildConversation")
 
-Turn = Callable[[str, CancelSignal], Awaitable[SubagentOutcome]]
-"""Runs one message as a turn of an open session and maps its end to an outcome."""
+Turn = Callable[[str, CancelSignal, ProgressFeed], Awaitable[SubagentOutcome]]
+"""Runs one message as a turn of an open session (its progress into the feed) and maps its end
+to an outcome."""
 
 _Job = tuple[str, CancelSignal, list[SubagentOutcome], anyio.Event]
 
 
+def _describe(exc: BaseException, expected: tuple[type[BaseException], ...]) -> str:
+    """What ``exc`` says, with its type named when it was not one of the ``expected``."""
+    if isinstance(exc, expected):
+        return str(exc)
+    return f"unexpected {type(exc).__name__} inside the run: {exc}"
+
+
+def _unwrap(exc: BaseException) -> BaseException:
+    """The one exception inside a task group's exception group (else the group itself)."""
+    if isinstance(exc, BaseExceptionGroup):
+        leaves = leaf_exceptions(cast("BaseExceptionGroup[BaseException]", exc))
+        if len(leaves) == 1:
+            return leaves[0]
+    return exc
+
+
+class _Quiescence:
+    """How ``dispose()`` keeps its promise: wait for the child's task within the polite bound,
+    then escalate (SIGKILL the process groups the child started), and raise
+    ``DISPOSE_INCOMPLETE`` naming what survived; never a silent return."""
+
+    _KILL_GRACE: ClassVar[float] = 2.0
+
+    def __init__(self, bound: float) -> None:
+        self.bound = bound
+        self.finished = anyio.Event()
+        self.process_groups: list[int] = []
+
+    def track(self, process: AgentProcess | None) -> None:
+        """The child runs in ``process`` (its own process group)."""
+        if process is not None:
+            self.process_groups.append(process.pid)
+
+    async def wait(self, child_id: str, provider: str, stop: anyio.CancelScope | None) -> None:
+        killed: list[int] = []
+        with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(self.bound):
+                await self.finished.wait()
+            if self.finished.is_set():
+                return
+            if stop is not None:
+                stop.cancel()  # without waiting on the child's cooperation
+            killed = [pgid for pgid in self.process_groups if kill_process_group(pgid)]
+            with anyio.move_on_after(self._KILL_GRACE):
+                await self.finished.wait()
+        survivors: list[str] = []
+        if not self.finished.is_set():
+            survivors.append(
+                f"its task still runs {self.bound:g} s after it was cancelled (something in "
+                "it ignores cancellation)"
+            )
+        alive = [pgid for pgid in self.process_groups if process_group_alive(pgid)]
+        if alive:
+            survivors.append(f"process group(s) {alive} survived SIGKILL")
+        if survivors:
+            raise SubagentError(
+                SubagentErrorCode.DISPOSE_INCOMPLETE,
+                f"dispose() of {child_id} escalated and something survived: "
+                + "; ".join(survivors),
+                provider=provider,
+            )
+        if killed:
+            logger.warning(
+                "dispose() of %s: process group(s) %s were killed (SIGKILL) past the bound",
+                child_id,
+                killed,
+            )
+
+
 class ChildRun(abc.ABC, Generic[ProviderT]):
     """A published child: one session, one turn (``provider`` names the provider; the run's
-    id is ``"<provider>:<the session's id>"``)."""
+    id is the one the service minted, or a fresh one; the protocol's id of the child is
+    :attr:`remote_id`)."""
 
     _dispose_bound: ClassVar[float]
-    """Bound on waiting for the run's task (including the child's shutdown ladder) to end."""
+    """Default bound on waiting for the run's task (including the child's shutdown ladder) to
+    end before ``dispose()`` escalates."""
     _failures: ClassVar[tuple[type[BaseException], ...]]
-    """What a start (or a live connection) can fail with: a start error before publication,
-    a ``failed`` (infrastructure) outcome after it."""
+    """What a start (or a live connection) is expected to fail with: a start error before
+    publication, a ``failed`` (infrastructure) outcome after it. Anything else fails the same
+    way, named as unexpected: one run's fault never escapes to its siblings."""
 
-    def __init__(self, provider: str, progress_capacity: int) -> None:
+    def __init__(
+        self,
+        provider: str,
+        progress_capacity: int,
+        child_id: str | None = None,
+        *,
+        dispose_bound: float | None = None,
+    ) -> None:
         self._provider = provider
+        self._child_id = child_id or new_child_id(provider)
         self._published = anyio.Event()
         self._phase = anyio.Event()  # set on publication, or when the task ends first
         self._settled = anyio.Event()
-        self._finished = anyio.Event()
         self._release = anyio.Event()
         self._outcome: SubagentOutcome | None = None
         self._start_error: BaseException | None = None
         self._feed = ProgressFeed(progress_capacity)
         self._scope: anyio.CancelScope | None = None
+        self._cancel: CancelSignal | None = None
         self._disposed = False
+        self._quiescence = _Quiescence(
+            dispose_bound if dispose_bound is not None else self._dispose_bound
+        )
+        self._finished = self._quiescence.finished
 
     @abc.abstractmethod
     def _child_key(self) -> str:
@@ -85,9 +179,18 @@ class ChildRun(abc.ABC, Generic[ProviderT]):
     def _on_task_end(self) -> None:
         """Called first when the run's task ends (nothing by default)."""
 
+    def _track_process(self, process: AgentProcess | None) -> None:
+        """The child runs in ``process``: ``dispose()`` kills its group if it must escalate."""
+        self._quiescence.track(process)
+
     @property
     def id(self) -> str:
-        return f"{self._provider}:{self._child_key()}"
+        return self._child_id
+
+    @property
+    def remote_id(self) -> str:
+        """The protocol's id of the child (session, thread); empty before publication."""
+        return self._child_key()
 
     @property
     def published(self) -> bool:
@@ -102,6 +205,11 @@ class ChildRun(abc.ABC, Generic[ProviderT]):
     def start_error_code(self) -> SubagentErrorCode:
         """The stable code of the start failure (a transport may say more than START_FAILED)."""
         return SubagentErrorCode.START_FAILED
+
+    def describe_start_error(self) -> str:
+        """Why the start failed, for the ``SubagentError`` (an unexpected error is named)."""
+        error = self._start_error
+        return "" if error is None else _describe(error, self._failures)
 
     async def wait_started(self) -> None:
         """Return once the run is published or its start failed."""
@@ -121,14 +229,19 @@ class ChildRun(abc.ABC, Generic[ProviderT]):
         with anyio.CancelScope(shield=True):
             if not self._settled.is_set():
                 self._settle(SubagentOutcome.cancelled(self.id, "disposed before the turn ended"))
+                if self._cancel is not None:
+                    self._cancel.cancel("the run was disposed")
                 await self._stop_turn()
                 if self._scope is not None:
                     self._scope.cancel()
-            with anyio.move_on_after(self._dispose_bound):
-                await self._finished.wait()
+        await self._quiescence.wait(self.id, self._provider, self._scope)
 
     def _settle(self, outcome: SubagentOutcome) -> None:
         if self._outcome is None:
+            if outcome.status != "completed" and outcome.output is None:
+                partial = bounded_partial(self._feed.streamed_text)
+                if partial is not None:
+                    outcome = replace(outcome, output=partial)
             self._outcome = outcome
             self._feed.close()
             self._settled.set()
@@ -146,16 +259,23 @@ class ChildRun(abc.ABC, Generic[ProviderT]):
     async def drive(
         self, provider: ProviderT, request: SubagentRequest, cancel: CancelSignal
     ) -> None:
-        """The run's task (owned by the provider): spawn, session, turn, then wait for dispose."""
+        """The run's task (owned by the provider): spawn, session, turn, then wait for dispose.
+
+        Whatever goes wrong inside stays inside: an exception (expected or not) fails the
+        start before publication, or settles the run ``failed`` (infrastructure, the
+        exception kept as the cause) after it."""
+        self._cancel = cancel.child()
         try:
             with anyio.CancelScope() as scope:
                 self._scope = scope
-                await self._run(provider, request, cancel)
-        except self._failures as exc:
+                await self._run(provider, request, self._cancel)
+        except Exception as exc:
+            cause = _unwrap(exc)
             if not self._published.is_set():
-                self._start_error = exc
+                self._start_error = cause
             else:
-                self._settle(SubagentOutcome.failed(self.id, "infrastructure", str(exc), exc))
+                message = _describe(cause, self._failures)
+                self._settle(SubagentOutcome.failed(self.id, "infrastructure", message, cause))
         finally:
             self._on_task_end()
             if self._published.is_set():
@@ -182,14 +302,22 @@ class ChildConversation(abc.ABC):
     the child's task (owned by the provider) one at a time."""
 
     _dispose_bound: ClassVar[float]
-    """Bound on waiting for the child's task (including its shutdown ladder) to end."""
+    """Bound on waiting for the child's task (including its shutdown ladder) to end before
+    ``dispose()`` escalates."""
 
-    def __init__(self, provider: str) -> None:
+    def __init__(
+        self, provider: str, child_id: str | None = None, *, dispose_bound: float | None = None
+    ) -> None:
         self._provider_name = provider
+        self._child_id = child_id or new_child_id(provider)
         self._ready = False
         self._phase = anyio.Event()  # set once the session is open, or when the task ends first
-        self._finished = anyio.Event()
         self._failure: BaseException | None = None
+        self._scope: anyio.CancelScope | None = None
+        self._quiescence = _Quiescence(
+            dispose_bound if dispose_bound is not None else self._dispose_bound
+        )
+        self._finished = self._quiescence.finished
         # Unbuffered: a message is handed over only when the driver takes it, so it is
         # answered, or its sender fails when the driver is gone.
         send, receive = anyio.create_memory_object_stream[_Job](0)
@@ -214,6 +342,10 @@ class ChildConversation(abc.ABC):
     def _start_error_code(self, failure: BaseException | None) -> SubagentErrorCode:
         return SubagentErrorCode.START_FAILED
 
+    def _track_process(self, process: AgentProcess | None) -> None:
+        """The child runs in ``process``: ``dispose()`` kills its group if it must escalate."""
+        self._quiescence.track(process)
+
     async def wait_ready(self) -> None:
         """Return once the session exists, or raise why it could not be opened."""
         await self._phase.wait()
@@ -227,7 +359,11 @@ class ChildConversation(abc.ABC):
 
     @property
     def id(self) -> str:
-        return f"{self._provider_name}:{self._child_key()}"
+        return self._child_id
+
+    @property
+    def remote_id(self) -> str:
+        return self._child_key()
 
     def _gone(self) -> SubagentOutcome:
         return SubagentOutcome.failed(
@@ -248,16 +384,21 @@ class ChildConversation(abc.ABC):
 
     async def dispose(self) -> None:
         self._jobs_in.close()
-        with anyio.CancelScope(shield=True), anyio.move_on_after(self._dispose_bound):
-            await self._finished.wait()
+        await self._quiescence.wait(self.id, self._provider_name, self._scope)
 
     async def _serve(self, turn: Turn) -> None:
-        """The session is open: run each message sent as a ``turn``, until disposed."""
+        """The session is open: run each message sent as a ``turn``, until disposed. A turn's
+        outcome that is not ``completed`` carries the text it streamed (partial output)."""
         self._ready = True
         self._phase.set()
         async for message, cancel, slot, done in self._jobs_out:
             self._in_progress = done
-            outcome = await turn(message, cancel)
+            feed = ProgressFeed(1)
+            outcome = await turn(message, cancel, feed)
+            if outcome.status != "completed" and outcome.output is None:
+                partial = bounded_partial(feed.streamed_text)
+                if partial is not None:
+                    outcome = replace(outcome, output=partial)
             self.outcomes.append(outcome)
             slot.append(outcome)
             done.set()
@@ -265,9 +406,11 @@ class ChildConversation(abc.ABC):
     async def drive(self) -> None:
         """The child's task (owned by the provider)."""
         try:
-            await self._converse()
+            with anyio.CancelScope() as scope:
+                self._scope = scope
+                await self._converse()
         except Exception as exc:  # the start failed, or the child went away: report it
-            self._failure = exc
+            self._failure = _unwrap(exc)
         finally:
             self._jobs_out.close()  # senders still waiting fail at once
             if self._in_progress is not None:
@@ -282,14 +425,49 @@ class ChildProvider:
     _what: ClassVar[str]
     """The provider's class name, for messages (``"AcpProvider"``)."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, *, dispose_timeout: float | None = None) -> None:
         self._name = name
         self._group: anyio.abc.TaskGroup | None = None
         self._closed = False
+        self.dispose_timeout = dispose_timeout
+        """Bound on a child's polite shutdown before ``dispose()`` escalates (``None``: the
+        provider's default)."""
+        self._remote_ids: dict[str, str] = {}
 
     @property
     def name(self) -> str:
         return self._name
+
+    @property
+    def capabilities(self) -> SubagentCapabilities:
+        raise NotImplementedError
+
+    def _child_id(self, request: SubagentRequest) -> str:
+        """The id of a new child: the one the service minted, else a fresh one."""
+        return request.child_id or new_child_id(self._name)
+
+    def _check_request(self, request: SubagentRequest, cancel: CancelSignal) -> None:
+        """What every way in checks before anything starts: the provider is open, every
+        requested start-time feature is advertised (never accepted-then-ignored, even when
+        the provider is called directly), and the signal has not fired."""
+        self._check_open()
+        for feature in request.requested_features():
+            if not self.capabilities.supports(feature):
+                raise SubagentError(
+                    SubagentErrorCode.UNSUPPORTED_CAPABILITY,
+                    f"provider {self._name!r} does not support {feature!r}",
+                    provider=self._name,
+                    feature=feature,
+                )
+        self._check_not_cancelled(cancel)
+
+    def _resume_ids(self, remote_id: str, child_id: str | None) -> tuple[str, str]:
+        """``(child id, remote id)`` of a cold resume: ``remote_id`` may also be the child id
+        of a child this provider started (it knows its remote id)."""
+        known = self._remote_ids.get(remote_id)
+        if known is not None:
+            return child_id or remote_id, known
+        return child_id or new_child_id(self._name), remote_id
 
     async def __aenter__(self) -> Self:
         article = "an" if self._what[:1] in "AEIOU" else "a"
@@ -351,12 +529,11 @@ class ChildProvider:
             await run.dispose()
             raise self._cancelled_during_start(cancel)
         if not run.published:
-            error = run.start_error
             raise SubagentError(
                 run.start_error_code(),
-                f"{what} did not start: {error}",
+                f"{what} did not start: {run.describe_start_error()}",
                 provider=self._name,
-            ) from error
+            ) from run.start_error
         return run
 
     async def _open_conversation(
@@ -376,4 +553,5 @@ class ChildProvider:
         if scope.cancelled_caught:
             await conversation.dispose()
             raise self._cancelled_during_start(cancel)
+        self._remote_ids[conversation.id] = conversation.remote_id
         return conversation

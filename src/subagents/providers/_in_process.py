@@ -1,8 +1,9 @@
 """What the spawn and fork providers share: an in-process child behind the run contract.
 
 start = check the request (capabilities, depth limit, output schema, the parent for a fork),
-then make the child's session and publish (the child id is ``"<provider>:<session id>"``);
-the prompt runs as one turn of the runtime's agent loop in the provider's task group.
+then make the child's session and publish (the child's session id is its child id, minted by
+the service: ``"<provider>:<12 hex digits>"``); the prompt runs as one turn of the runtime's
+agent loop in the provider's task group.
 
 - The child's limits: the depth limit is absolute and inherited (the smaller of the parent's
   and the request's); a child at the limit is not offered the subagent tools, and a start
@@ -43,7 +44,7 @@ from .progress import ProgressFeed
 
 __all__ = ("InProcessConversation", "InProcessProvider", "InProcessRun")
 
-_DISPOSE_BOUND: Final = 10.0
+_DISPOSE_BOUND: Final = 5.0
 _CAPABILITIES: Final = SubagentCapabilities(
     output_schema=True, depth_limit=True, tool_filter=True, persona=True
 )
@@ -82,8 +83,15 @@ class InProcessRun(ChildRun["InProcessProvider"]):
     _dispose_bound = _DISPOSE_BOUND
     _failures = (SessionError,)
 
-    def __init__(self, provider: str, progress_capacity: int) -> None:
-        super().__init__(provider, progress_capacity)
+    def __init__(
+        self,
+        provider: str,
+        progress_capacity: int,
+        child_id: str | None = None,
+        *,
+        dispose_bound: float | None = None,
+    ) -> None:
+        super().__init__(provider, progress_capacity, child_id, dispose_bound=dispose_bound)
         self.session_id = ""
         self.agent: Agent | None = None
 
@@ -93,7 +101,7 @@ class InProcessRun(ChildRun["InProcessProvider"]):
     async def _run(
         self, provider: InProcessProvider, request: SubagentRequest, cancel: CancelSignal
     ) -> None:
-        agent = provider.make_child(request)
+        agent = provider.make_child(request, session_id=self.id)
         self.agent = agent
         self.session_id = agent.session.id
         self._publish()
@@ -112,8 +120,9 @@ class InProcessConversation(ChildConversation):
         provider: InProcessProvider,
         request: SubagentRequest | None,
         resume_id: str | None = None,
+        child_id: str | None = None,
     ) -> None:
-        super().__init__(provider.name)
+        super().__init__(provider.name, child_id, dispose_bound=provider.dispose_timeout)
         self._in_process = provider
         self._request = request
         self._resume_id = resume_id
@@ -125,7 +134,7 @@ class InProcessConversation(ChildConversation):
     async def _converse(self) -> None:
         provider = self._in_process
         if self._request is not None:
-            agent = provider.make_child(self._request)
+            agent = provider.make_child(self._request, session_id=self.id)
         else:
             assert self._resume_id is not None
             agent = provider.runtime.load_agent(self._resume_id)
@@ -133,8 +142,8 @@ class InProcessConversation(ChildConversation):
                 raise SessionError(f"no session {self._resume_id} in this runtime's store")
         self.session_id = agent.session.id
 
-        async def turn(message: str, cancel: CancelSignal) -> SubagentOutcome:
-            return await _run_turn(agent, self.id, message, cancel, None)
+        async def turn(message: str, cancel: CancelSignal, feed: ProgressFeed) -> SubagentOutcome:
+            return await _run_turn(agent, self.id, message, cancel, feed)
 
         async with agent:
             await self._serve(turn)
@@ -146,8 +155,15 @@ class InProcessConversation(ChildConversation):
 class InProcessProvider(ChildProvider, abc.ABC):
     """Runs children as agents of ``runtime``, in this process."""
 
-    def __init__(self, runtime: AgentRuntime, *, name: str, progress_capacity: int = 256) -> None:
-        super().__init__(name)
+    def __init__(
+        self,
+        runtime: AgentRuntime,
+        *,
+        name: str,
+        progress_capacity: int = 256,
+        dispose_timeout: float | None = None,
+    ) -> None:
+        super().__init__(name, dispose_timeout=dispose_timeout)
         self.runtime = runtime
         self._progress_capacity = progress_capacity
 
@@ -191,8 +207,9 @@ class InProcessProvider(ChildProvider, abc.ABC):
             )
         return parent, limits
 
-    def make_child(self, request: SubagentRequest) -> Agent:
-        """The child's session and agent, for a checked ``request``."""
+    def make_child(self, request: SubagentRequest, *, session_id: str | None = None) -> Agent:
+        """The child's session and agent, for a checked ``request`` (``session_id``: the
+        child's id, which an in-process child's session takes as its own)."""
         parent, limits = self._limits(request)
         schema = request.output_schema
         return self.runtime.child_agent(
@@ -203,17 +220,22 @@ class InProcessProvider(ChildProvider, abc.ABC):
             seed=self._seed(parent, request),
             instructions=output_instructions(schema) if schema is not None else None,
             extra_config={"output_schema": dict(schema)} if schema is not None else None,
+            session_id=session_id,
         )
 
     def _check(self, request: SubagentRequest, cancel: CancelSignal) -> None:
-        self._check_open()
+        self._check_request(request, cancel)
         self._limits(request)
         self._seed(self._parent(request), request)
-        self._check_not_cancelled(cancel)
 
     async def start(self, request: SubagentRequest, *, cancel: CancelSignal) -> InProcessRun:
         self._check(request, cancel)
-        run = InProcessRun(self._name, self._progress_capacity)
+        run = InProcessRun(
+            self._name,
+            self._progress_capacity,
+            self._child_id(request),
+            dispose_bound=self.dispose_timeout,
+        )
         return await self._start_run(run, request, cancel, what="the in-process child")
 
     async def prepare_continuable(
@@ -222,20 +244,21 @@ class InProcessProvider(ChildProvider, abc.ABC):
         """Start a child that keeps its session; ``request`` is its first turn (its outcome is
         ``conversation.outcomes[0]``)."""
         self._check(request, cancel)
+        child_id = self._child_id(request)
         conversation = await self._open_conversation(
-            lambda: InProcessConversation(self, request), cancel
+            lambda: InProcessConversation(self, request, None, child_id), cancel
         )
         await conversation.send(request.prompt, cancel=cancel)
         return conversation
 
     async def resume_continuable(
-        self, child_id: str, *, cancel: CancelSignal
+        self, remote_id: str, *, cancel: CancelSignal, child_id: str | None = None
     ) -> InProcessConversation:
-        """Reopen ``child_id`` (``"<provider>:<session id>"``) from the session store."""
+        """Reopen session ``remote_id`` (or the child of that id this provider started) from
+        the session store."""
         self._check_open()
         self._check_not_cancelled(cancel)
-        prefix = f"{self._name}:"
-        session_id = child_id[len(prefix) :] if child_id.startswith(prefix) else child_id
+        child, session_id = self._resume_ids(remote_id, child_id)
         return await self._open_conversation(
-            lambda: InProcessConversation(self, None, session_id), cancel
+            lambda: InProcessConversation(self, None, session_id, child), cancel
         )

@@ -13,10 +13,11 @@ The provider owns the runs' tasks: use it as ``async with AcpProvider(...) as pr
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import final
+from typing import TYPE_CHECKING, cast, final
 
 import anyio
 
@@ -36,15 +37,31 @@ from ..transports.process import ProcessStartError
 from ._child_run import ChildConversation, ChildProvider, ChildRun
 from .contract import (
     CancelSignal,
+    PlanEntry,
+    PlanProgress,
     ProgressEvent,
     SubagentCapabilities,
     SubagentErrorCode,
     SubagentOutcome,
     SubagentRequest,
+    TextProgress,
+    ThoughtProgress,
+    ToolCallProgress,
+    ToolResultProgress,
+    UsageProgress,
 )
 from .progress import ProgressFeed
 
-__all__ = ("AcpConversation", "AcpProvider", "AcpRun", "run_turn")
+if TYPE_CHECKING:
+    from ..protocol.acp import (
+        SessionUpdate,
+        ToolCall,
+        ToolCallSessionUpdate,
+        ToolCallUpdate,
+        ToolCallUpdateSessionUpdate,
+    )
+
+__all__ = ("AcpConversation", "AcpProgress", "AcpProvider", "AcpRun", "run_turn")
 
 _DISPOSE_BOUND = 15.0
 """Bound on waiting for a run's task (including the agent's shutdown ladder) to finish."""
@@ -69,8 +86,15 @@ class AcpRun(ChildRun["AcpProvider"]):
             return SubagentErrorCode.UNSUPPORTED_CAPABILITY
         return SubagentErrorCode.START_FAILED
 
-    def __init__(self, provider: str, progress_capacity: int) -> None:
-        super().__init__(provider, progress_capacity)
+    def __init__(
+        self,
+        provider: str,
+        progress_capacity: int,
+        child_id: str | None = None,
+        *,
+        dispose_bound: float | None = None,
+    ) -> None:
+        super().__init__(provider, progress_capacity, child_id, dispose_bound=dispose_bound)
         self.session_id = ""
 
     def _child_key(self) -> str:
@@ -80,6 +104,7 @@ class AcpRun(ChildRun["AcpProvider"]):
         self, provider: AcpProvider, request: SubagentRequest, cancel: CancelSignal
     ) -> None:
         async with provider.connect() as agent:
+            self._track_process(agent.process)
             session = await agent.new_session(provider.cwd)
             self.session_id = session.session_id
             self._publish()
@@ -99,8 +124,10 @@ class AcpConversation(ChildConversation):
 
     _dispose_bound = _DISPOSE_BOUND
 
-    def __init__(self, provider: AcpProvider, resume_id: str | None) -> None:
-        super().__init__(provider.name)
+    def __init__(
+        self, provider: AcpProvider, resume_id: str | None, child_id: str | None = None
+    ) -> None:
+        super().__init__(provider.name, child_id, dispose_bound=provider.dispose_timeout)
         self._provider = provider
         self._resume_id = resume_id
         self.session_id = resume_id or ""
@@ -111,6 +138,7 @@ class AcpConversation(ChildConversation):
     async def _converse(self) -> None:
         provider = self._provider
         async with provider.connect() as agent:
+            self._track_process(agent.process)
             if self._resume_id is None:
                 session = await agent.new_session(provider.cwd)
             elif agent.capabilities.load_session:
@@ -119,8 +147,10 @@ class AcpConversation(ChildConversation):
                 session = await agent.resume_session(self._resume_id, provider.cwd)
             self.session_id = session.session_id
 
-            async def turn(message: str, cancel: CancelSignal) -> SubagentOutcome:
-                return await run_turn(session, self.id, message, cancel)
+            async def turn(
+                message: str, cancel: CancelSignal, feed: ProgressFeed
+            ) -> SubagentOutcome:
+                return await run_turn(session, self.id, message, cancel, feed)
 
             await self._serve(turn)
 
@@ -152,10 +182,11 @@ class AcpProvider(ChildProvider):
         initialize_timeout: float = 30.0,
         cancel_timeout: float = 10.0,
         progress_capacity: int = 256,
+        dispose_timeout: float | None = None,
     ) -> None:
         if not command:
             raise ValueError("empty agent command")
-        super().__init__(name)
+        super().__init__(name, dispose_timeout=dispose_timeout)
         self.command = list(command)
         self.cwd = cwd
         self.env = dict(env) if env is not None else None
@@ -196,22 +227,126 @@ class AcpProvider(ChildProvider):
     ) -> AcpConversation:
         """Start a child whose session stays open; ``request`` is its first turn (its outcome
         is ``conversation.outcomes[0]``)."""
-        conversation = await self._open_conversation(lambda: AcpConversation(self, None), cancel)
+        self._check_request(request, cancel)
+        child_id = self._child_id(request)
+        conversation = await self._open_conversation(
+            lambda: AcpConversation(self, None, child_id), cancel
+        )
         await conversation.send(request.prompt, cancel=cancel)
         return conversation
 
-    async def resume_continuable(self, child_id: str, *, cancel: CancelSignal) -> AcpConversation:
-        """Cold-resume ``child_id`` (``"<provider>:<sessionId>"``) in a new agent process, with
-        ``session/load`` or ``session/resume`` (the agent must advertise one of them)."""
-        prefix = f"{self._name}:"
-        session_id = child_id[len(prefix) :] if child_id.startswith(prefix) else child_id
-        return await self._open_conversation(lambda: AcpConversation(self, session_id), cancel)
-
-    async def start(self, request: SubagentRequest, *, cancel: CancelSignal) -> AcpRun:
+    async def resume_continuable(
+        self, remote_id: str, *, cancel: CancelSignal, child_id: str | None = None
+    ) -> AcpConversation:
+        """Cold-resume session ``remote_id`` (or the child of that id this provider started)
+        in a new agent process, with ``session/load`` or ``session/resume`` (the agent must
+        advertise one of them)."""
         self._check_open()
         self._check_not_cancelled(cancel)
-        run = AcpRun(self._name, self._progress_capacity)
+        child, session_id = self._resume_ids(remote_id, child_id)
+        return await self._open_conversation(
+            lambda: AcpConversation(self, session_id, child), cancel
+        )
+
+    async def start(self, request: SubagentRequest, *, cancel: CancelSignal) -> AcpRun:
+        self._check_request(request, cancel)
+        run = AcpRun(
+            self._name,
+            self._progress_capacity,
+            self._child_id(request),
+            dispose_bound=self.dispose_timeout,
+        )
         return await self._start_run(run, request, cancel, what=f"agent {self.command[0]!r}")
+
+
+def _tool_output(update: ToolCallUpdate | ToolCall) -> str:
+    """A finished tool call's content as text: its text blocks, ``diff PATH`` for a diff,
+    ``[terminal ID]`` for a terminal; else its raw output."""
+    from ..protocol import acp
+
+    parts: list[str] = []
+    for item in update.content or ():
+        if isinstance(item, acp.ContentToolCallContent):
+            if isinstance(item.content, acp.TextContentBlock):
+                parts.append(item.content.text)
+        elif isinstance(item, acp.DiffToolCallContent):
+            parts.append(f"diff {item.path}")
+        else:
+            parts.append(f"[terminal {item.terminal_id}]")
+    if parts:
+        return "\n".join(parts)
+    raw = update.raw_output
+    if raw is None:
+        return ""
+    return raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
+
+
+@final
+class AcpProgress:
+    """Maps ``session/update`` notifications onto the progress vocabulary.
+
+    ``agent_message_chunk`` -> text, ``agent_thought_chunk`` -> thought (text blocks);
+    ``tool_call`` -> a tool call (its id, title, kind, status, ``rawInput``); a
+    ``tool_call_update`` that ends the call (``completed`` or ``failed``) -> its tool result
+    (the content's text, else ``rawOutput``), any other one -> the same tool call again with
+    what changed (a call first seen in an update is announced before its result); a
+    ``tool_call`` that arrives already finished gives both. ``plan`` -> plan;
+    ``usage_update`` -> usage (context used and size, the cost when in USD). Other updates
+    carry no progress.
+    """
+
+    def __init__(self) -> None:
+        self._calls: dict[str, ToolCallProgress] = {}
+
+    def map(self, update: SessionUpdate) -> list[ProgressEvent]:
+        from ..protocol import acp
+
+        if isinstance(
+            update, acp.AgentMessageChunkSessionUpdate | acp.AgentThoughtChunkSessionUpdate
+        ):
+            if not isinstance(update.content, acp.TextContentBlock):
+                return []
+            if isinstance(update, acp.AgentMessageChunkSessionUpdate):
+                return [TextProgress(update.content.text)]
+            return [ThoughtProgress(update.content.text)]
+        if isinstance(update, acp.ToolCallSessionUpdate | acp.ToolCallUpdateSessionUpdate):
+            return self._tool(update)
+        if isinstance(update, acp.PlanSessionUpdate):
+            entries = tuple(PlanEntry(entry.content, entry.status) for entry in update.entries)
+            return [PlanProgress(entries)]
+        if isinstance(update, acp.UsageUpdateSessionUpdate):
+            cost = update.cost
+            usd = cost.amount if cost is not None and cost.currency.upper() == "USD" else None
+            report = cast("dict[str, JsonValue]", update.model_dump(mode="json", by_alias=True))
+            report.pop("sessionUpdate", None)
+            return [
+                UsageProgress(
+                    context_used=update.used, context_size=update.size, cost_usd=usd, data=report
+                )
+            ]
+        return []
+
+    def _tool(
+        self, update: ToolCallSessionUpdate | ToolCallUpdateSessionUpdate
+    ) -> list[ProgressEvent]:
+        known = self._calls.get(update.tool_call_id)
+        status = update.status
+        events: list[ProgressEvent] = []
+        if known is None or status not in ("completed", "failed"):
+            call = ToolCallProgress(
+                update.tool_call_id,
+                update.title or (known.title if known is not None else update.tool_call_id),
+                update.kind or (known.tool_kind if known is not None else "other"),
+                status if status in ("pending", "in_progress") else "in_progress",
+                update.raw_input
+                if update.raw_input is not None
+                else (known.input if known is not None else None),
+            )
+            self._calls[update.tool_call_id] = call
+            events.append(call)
+        if status == "completed" or status == "failed":
+            events.append(ToolResultProgress(update.tool_call_id, status, _tool_output(update)))
+        return events
 
 
 async def run_turn(
@@ -230,7 +365,7 @@ async def run_turn(
     from ..protocol import acp
 
     text: list[str] = []
-    titles: dict[str, str] = {}
+    progress = AcpProgress()
     response: acp.PromptResponse | None = None
     failure: SubagentOutcome | None = None
     async with session.prompt(prompt) as turn, anyio.create_task_group() as tg:
@@ -244,36 +379,13 @@ async def run_turn(
 
         tg.start_soon(forward_cancel)
         async for update in turn:
-            event: ProgressEvent | None = None
-            if isinstance(update, acp.AgentMessageChunkSessionUpdate):
-                if isinstance(update.content, acp.TextContentBlock):
-                    text.append(update.content.text)
-                    event = ProgressEvent("text", update.content.text)
-            elif isinstance(update, acp.AgentThoughtChunkSessionUpdate):
-                if isinstance(update.content, acp.TextContentBlock):
-                    event = ProgressEvent("thought", update.content.text)
-            elif isinstance(update, acp.ToolCallSessionUpdate):
-                titles[update.tool_call_id] = update.title
-                call: dict[str, JsonValue] = {
-                    "id": update.tool_call_id,
-                    "status": update.status or "pending",
-                    "kind": update.kind,
-                    "input": update.raw_input,
-                }
-                event = ProgressEvent("tool_call", update.title, call)
-            elif isinstance(update, acp.ToolCallUpdateSessionUpdate):
-                title = update.title or titles.get(update.tool_call_id, update.tool_call_id)
-                data: dict[str, JsonValue] = {"id": update.tool_call_id, "status": update.status}
-                event = ProgressEvent("tool_call", title, data)
-            elif isinstance(update, acp.PlanSessionUpdate):
-                entries: list[JsonValue] = [
-                    {"content": entry.content, "status": entry.status} for entry in update.entries
-                ]
-                summary = "; ".join(f"{e.content} [{e.status}]" for e in update.entries)
-                plan: dict[str, JsonValue] = {"entries": entries}
-                event = ProgressEvent("plan", summary, plan)
-            if event is not None and feed is not None:
-                feed.push(event)
+            if isinstance(update, acp.AgentMessageChunkSessionUpdate) and isinstance(
+                update.content, acp.TextContentBlock
+            ):
+                text.append(update.content.text)
+            if feed is not None:
+                for event in progress.map(update):
+                    feed.push(event)
         try:
             response = await turn.result()
         except ConnectionClosedError as exc:

@@ -3,8 +3,9 @@
 start = spawn the CLI + ``initialize`` + send the prompt as a user message; the run is
 published once the turn's ``system/init`` names the session (the child id is
 ``"<provider name>:<session id>"``). A run is one turn on a fresh CLI process. Live progress
-comes from the stream events (``--include-partial-messages``): text deltas -> ``text``,
-thinking deltas -> ``thought``, ``tool_use`` blocks -> ``tool_call``.
+comes from the stream, mapped onto the progress vocabulary by :class:`ClaudeCodeProgress`:
+text and thinking deltas -> text and thought, ``tool_use`` blocks -> tool calls, the
+``tool_result`` blocks of the user messages -> their tool results, the result -> usage.
 
 How a run ends:
 
@@ -49,12 +50,13 @@ import os
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import replace
-from typing import Final, final
+from typing import Final, cast, final
 
 import anyio
 
 from ..protocol.jsonrpc import JsonObject, JsonValue
 from ..transports.claude_code import (
+    ClaudeAssistantMessage,
     ClaudeConfigError,
     ClaudeConnection,
     ClaudeConnectionError,
@@ -67,25 +69,31 @@ from ..transports.claude_code import (
     ClaudeStartupError,
     ClaudeStreamEvent,
     ClaudeSystemInit,
-    ClaudeToolUse,
     ClaudeTurn,
+    ClaudeUserMessage,
     connect_claude,
 )
 from ..transports.process import ProcessStartError
 from ._child_run import ChildConversation, ChildProvider, ChildRun
 from .contract import (
     CancelSignal,
+    ChildProgress,
     ProgressEvent,
     SubagentCapabilities,
-    SubagentError,
-    SubagentErrorCode,
     SubagentOutcome,
     SubagentRequest,
+    TextProgress,
+    ThoughtProgress,
+    ToolCallProgress,
+    ToolKind,
+    ToolResultProgress,
+    UsageProgress,
 )
 from .progress import ProgressFeed
 
 __all__ = (
     "ClaudeCodeConversation",
+    "ClaudeCodeProgress",
     "ClaudeCodeProvider",
     "ClaudeCodeRun",
     "run_claude_turn",
@@ -128,23 +136,120 @@ def tool_filter_hook(allowed: Sequence[str]) -> ClaudeHook:
     return ClaudeHook("PreToolUse", check)
 
 
-def _progress(event: object) -> ProgressEvent | None:
-    """The contract progress event of one transport event, if any."""
-    if isinstance(event, ClaudeStreamEvent):
+_TOOL_KINDS: Final[Mapping[str, ToolKind]] = {
+    "Bash": "execute",
+    "BashOutput": "execute",
+    "KillShell": "execute",
+    "Read": "read",
+    "NotebookRead": "read",
+    "Edit": "edit",
+    "MultiEdit": "edit",
+    "Write": "edit",
+    "NotebookEdit": "edit",
+    "Grep": "search",
+    "Glob": "search",
+    "LS": "search",
+    "WebFetch": "fetch",
+    "WebSearch": "fetch",
+    "Task": "think",
+    "Agent": "think",
+    "TodoWrite": "think",
+    "ExitPlanMode": "switch_mode",
+}
+"""The kind of the CLI's built-in tools (the others are ``other``)."""
+
+
+def _result_text(content: JsonValue) -> str:
+    """A ``tool_result`` block's content as text (a string, or its text blocks)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [
+            block["text"]
+            for block in content
+            if isinstance(block, dict) and isinstance(block.get("text"), str)
+        ]
+        return "\n".join(cast("list[str]", texts))
+    return ""
+
+
+def _usage_progress(result: ClaudeResult) -> UsageProgress:
+    usage = result.usage
+    counts = [usage.get(name) for name in ("input_tokens", "output_tokens")]
+    inputs, outputs = (c if isinstance(c, int) and not isinstance(c, bool) else None for c in counts)
+    return UsageProgress(
+        input_tokens=inputs,
+        output_tokens=outputs,
+        cost_usd=result.total_cost_usd,
+        data=dict(usage),
+    )
+
+
+@final
+class ClaudeCodeProgress:
+    """Maps the CLI's stream onto the progress vocabulary.
+
+    Text deltas (``stream_event``, ``--include-partial-messages``) -> text; thinking deltas ->
+    thought; each ``tool_use`` block of an assistant message -> a tool call (its id, the
+    tool's name as title, its kind for the built-in tools, ``pending``: permission and
+    execution follow, its input); each ``tool_result`` block of a user message -> the tool
+    result of that id (``failed`` when ``is_error``; a result whose call was not seen is
+    announced first); the turn's ``result`` -> usage (its token counts and cost). What the
+    CLI's own subagents do (lines with a ``parent_tool_use_id``) is child progress of that
+    tool call.
+    """
+
+    def __init__(self) -> None:
+        self._calls: set[str] = set()
+
+    def map(self, event: object) -> list[ProgressEvent]:
+        if isinstance(event, ClaudeStreamEvent):
+            return self._nested(event.parent_tool_use_id, self._delta(event))
+        if isinstance(event, ClaudeAssistantMessage):
+            calls: list[ProgressEvent] = []
+            for use in event.tool_uses:
+                self._calls.add(use.id)
+                kind: ToolKind = _TOOL_KINDS.get(use.name, "other")
+                calls.append(ToolCallProgress(use.id, use.name, kind, "pending", use.input))
+            return self._nested(event.parent_tool_use_id, calls)
+        if isinstance(event, ClaudeUserMessage) and isinstance(event.content, list):
+            results: list[ProgressEvent] = []
+            for block in event.content:
+                if not isinstance(block, dict) or block.get("type") != "tool_result":
+                    continue
+                call_id = block.get("tool_use_id")
+                if not isinstance(call_id, str):
+                    continue
+                if call_id not in self._calls:
+                    self._calls.add(call_id)
+                    results.append(ToolCallProgress(call_id, call_id))
+                status = "failed" if block.get("is_error") is True else "completed"
+                results.append(
+                    ToolResultProgress(call_id, status, _result_text(block.get("content")))
+                )
+            return self._nested(event.parent_tool_use_id, results)
+        if isinstance(event, ClaudeResult):
+            return [_usage_progress(event)]
+        return []
+
+    @staticmethod
+    def _delta(event: ClaudeStreamEvent) -> list[ProgressEvent]:
         text = event.text_delta
         if text is not None:
-            return ProgressEvent("text", text)
+            return [TextProgress(text)]
         raw = event.event
         delta = raw.get("delta")
         if raw.get("type") == "content_block_delta" and isinstance(delta, dict):
             thinking = delta.get("thinking")
             if delta.get("type") == "thinking_delta" and isinstance(thinking, str):
-                return ProgressEvent("thought", thinking)
-        return None
-    if isinstance(event, ClaudeToolUse):
-        data: dict[str, JsonValue] = {"id": event.id, "input": event.input}
-        return ProgressEvent("tool_call", event.name, data)
-    return None
+                return [ThoughtProgress(thinking)]
+        return []
+
+    @staticmethod
+    def _nested(parent: str | None, events: list[ProgressEvent]) -> list[ProgressEvent]:
+        if parent is None:
+            return events
+        return [ChildProgress(parent, event) for event in events]
 
 
 def _outcome(child_id: str, result: ClaudeResult, cancel: CancelSignal) -> SubagentOutcome:
@@ -182,6 +287,7 @@ async def run_claude_turn(
 
     seen_session = False
     failure: Exception | None = None
+    mapper = ClaudeCodeProgress()
     async with anyio.create_task_group() as tg:
         tg.start_soon(forward_cancel)
         try:
@@ -190,9 +296,9 @@ async def run_claude_turn(
                     seen_session = True
                     if on_session is not None:
                         on_session(event.session_id)
-                progress = _progress(event)
-                if progress is not None and feed is not None:
-                    feed.push(progress)
+                if feed is not None:
+                    for progress in mapper.map(event):
+                        feed.push(progress)
         except (ClaudeLineTooLongError, ClaudeConnectionError) as exc:
             failure = exc  # raised below, not wrapped in an ExceptionGroup
         tg.cancel_scope.cancel()
@@ -216,8 +322,15 @@ class ClaudeCodeRun(ChildRun["ClaudeCodeProvider"]):
     _dispose_bound = _DISPOSE_BOUND
     _failures = _FAILURES
 
-    def __init__(self, provider: str, progress_capacity: int) -> None:
-        super().__init__(provider, progress_capacity)
+    def __init__(
+        self,
+        provider: str,
+        progress_capacity: int,
+        child_id: str | None = None,
+        *,
+        dispose_bound: float | None = None,
+    ) -> None:
+        super().__init__(provider, progress_capacity, child_id, dispose_bound=dispose_bound)
         self.session_id = ""
 
     def _child_key(self) -> str:
@@ -238,6 +351,7 @@ class ClaudeCodeRun(ChildRun["ClaudeCodeProvider"]):
             self._on_session(session_id)
 
         async with provider.connect(persona=request.persona, tool_filter=tool_filter) as conn:
+            self._track_process(conn.process)
             async with conn.turn(request.prompt) as turn:
                 outcome = await run_claude_turn(
                     conn, turn, lambda: self.id, cancel, self._feed, on_session=on_session
@@ -258,8 +372,9 @@ class ClaudeCodeConversation(ChildConversation):
         resume_id: str | None,
         persona: str | None = None,
         tool_filter: Sequence[str] | None = None,
+        child_id: str | None = None,
     ) -> None:
-        super().__init__(provider.name)
+        super().__init__(provider.name, child_id, dispose_bound=provider.dispose_timeout)
         self._provider = provider
         self._resume_id = resume_id
         self._persona = persona
@@ -280,8 +395,11 @@ class ClaudeCodeConversation(ChildConversation):
         async with provider.connect(
             persona=self._persona, resume=self._resume_id, tool_filter=self._tool_filter
         ) as connection:
+            self._track_process(connection.process)
 
-            async def turn(message: str, cancel: CancelSignal) -> SubagentOutcome:
+            async def turn(
+                message: str, cancel: CancelSignal, feed: ProgressFeed
+            ) -> SubagentOutcome:
                 if cancel.cancelled:
                     return SubagentOutcome.cancelled(self.id, cancel.reason or "cancelled")
                 try:
@@ -291,6 +409,7 @@ class ClaudeCodeConversation(ChildConversation):
                             claude_turn,
                             lambda: self.id,
                             cancel,
+                            feed,
                             on_session=self._on_session,
                         )
                 except ClaudeConnectionError as exc:
@@ -326,8 +445,9 @@ class ClaudeCodeProvider(ChildProvider):
         permission_policy: ClaudePermissionPolicy | None = None,
         startup_timeout: float = 60.0,
         progress_capacity: int = 256,
+        dispose_timeout: float | None = None,
     ) -> None:
-        super().__init__(name)
+        super().__init__(name, dispose_timeout=dispose_timeout)
         self.cli = cli
         self.options = options
         self.cwd = cwd
@@ -395,20 +515,16 @@ class ClaudeCodeProvider(ChildProvider):
             yield connection
 
     def _check(self, request: SubagentRequest, cancel: CancelSignal) -> None:
-        self._check_open()
-        for feature in request.requested_features():
-            if not _CAPABILITIES.supports(feature):
-                raise SubagentError(
-                    SubagentErrorCode.UNSUPPORTED_CAPABILITY,
-                    f"the claude code provider cannot enforce {feature!r}",
-                    provider=self._name,
-                    feature=feature,
-                )
-        self._check_not_cancelled(cancel)
+        self._check_request(request, cancel)
 
     async def start(self, request: SubagentRequest, *, cancel: CancelSignal) -> ClaudeCodeRun:
         self._check(request, cancel)
-        run = ClaudeCodeRun(self._name, self._progress_capacity)
+        run = ClaudeCodeRun(
+            self._name,
+            self._progress_capacity,
+            self._child_id(request),
+            dispose_bound=self.dispose_timeout,
+        )
         return await self._start_run(run, request, cancel, what=f"claude {os.fspath(self.cli)!r}")
 
     async def prepare_continuable(
@@ -417,21 +533,24 @@ class ClaudeCodeProvider(ChildProvider):
         """Start a child whose CLI stays open; ``request`` is its first turn (its outcome is
         ``conversation.outcomes[0]``)."""
         self._check(request, cancel)
+        child_id = self._child_id(request)
         conversation = await self._open_conversation(
-            lambda: ClaudeCodeConversation(self, None, request.persona, request.tool_filter),
+            lambda: ClaudeCodeConversation(
+                self, None, request.persona, request.tool_filter, child_id
+            ),
             cancel,
         )
         await conversation.send(request.prompt, cancel=cancel)
         return conversation
 
     async def resume_continuable(
-        self, child_id: str, *, cancel: CancelSignal
+        self, remote_id: str, *, cancel: CancelSignal, child_id: str | None = None
     ) -> ClaudeCodeConversation:
-        """Cold-resume ``child_id`` (``"<provider>:<session id>"``) in a new CLI process with
-        ``--resume`` (the session must be in this provider's config dir, same cwd)."""
+        """Cold-resume session ``remote_id`` (or the child of that id this provider started)
+        in a new CLI process with ``--resume`` (the session must be in this provider's config
+        dir, same cwd)."""
         self._check(SubagentRequest(""), cancel)
-        prefix = f"{self._name}:"
-        session_id = child_id[len(prefix) :] if child_id.startswith(prefix) else child_id
+        child, session_id = self._resume_ids(remote_id, child_id)
         return await self._open_conversation(
-            lambda: ClaudeCodeConversation(self, session_id), cancel
+            lambda: ClaudeCodeConversation(self, session_id, child_id=child), cancel
         )

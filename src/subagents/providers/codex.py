@@ -2,13 +2,10 @@
 
 start = spawn ``codex app-server`` + ``initialize`` + ``thread/start``; the run is published
 once the thread exists (its child id is ``"<provider name>:<thread id>"``). The prompt runs as
-one turn. Live progress comes from the turn's typed item events: agent message deltas ->
-``text`` (``data["item_id"]`` names the message: messages can interleave), reasoning summary
-and raw deltas -> ``thought`` (``item_id``, ``part`` and ``index`` in ``data``; a reasoning
-item completed without deltas gives its summary once), command executions and file changes
-(started and completed) -> ``tool_call``, ``turn/plan/updated`` -> ``plan`` (one
-``[status] step`` line per step, the steps in ``data``), plan deltas -> ``plan``, upstream
-``error`` notifications -> ``other``.
+one turn. Live progress comes from the turn's typed item events, mapped onto the progress
+vocabulary by :class:`CodexProgress`: message deltas -> text, reasoning -> thought, command
+executions and file changes -> a tool call when started and its tool result (same id) when
+completed, the plan -> plan, token usage -> usage, upstream ``error`` notifications -> other.
 
 How a run ends:
 
@@ -84,17 +81,24 @@ from ..transports.process import ProcessStartError
 from ._child_run import ChildConversation, ChildProvider, ChildRun
 from .contract import (
     CancelSignal,
+    OtherProgress,
+    PlanEntry,
+    PlanEntryStatus,
+    PlanProgress,
     ProgressEvent,
     SubagentCapabilities,
-    SubagentError,
-    SubagentErrorCode,
     SubagentOutcome,
     SubagentRequest,
+    TextProgress,
+    ThoughtProgress,
+    ToolCallProgress,
+    ToolResultProgress,
+    UsageProgress,
 )
 from .output_schema import check_output_schema, structured_outcome
 from .progress import ProgressFeed
 
-__all__ = ("CodexConversation", "CodexProvider", "CodexRun", "run_codex_turn")
+__all__ = ("CodexConversation", "CodexProgress", "CodexProvider", "CodexRun", "run_codex_turn")
 
 _DISPOSE_BOUND: Final = 20.0
 """Bound on waiting for a run's task (stdin closed, then the shutdown ladder) to finish."""
@@ -125,68 +129,122 @@ def _usage(usage: TokenUsage | None) -> dict[str, JsonValue] | None:
     return data
 
 
-def _item_data(item: codex.ThreadItem, phase: str) -> dict[str, JsonValue]:
-    data = cast("dict[str, JsonValue]", item.model_dump(mode="json", by_alias=True))
-    data["event"] = phase
-    return data
+_PLAN_STATUS: Final[Mapping[str, PlanEntryStatus]] = {
+    "pending": "pending",
+    "inProgress": "in_progress",
+    "completed": "completed",
+}
 
 
-def _plan(event: PlanUpdated) -> ProgressEvent:
-    """The whole plan as text, one ``[status] step`` line per step (the explanation first),
-    and as data (``explanation``, ``plan``: the steps as sent)."""
-    lines = [f"[{step.status}] {step.step}" for step in event.steps]
-    if event.explanation:
-        lines.insert(0, event.explanation)
-    steps = cast("list[JsonValue]", [step.model_dump(mode="json") for step in event.steps])
-    data: dict[str, JsonValue] = {"explanation": event.explanation, "plan": steps}
-    return ProgressEvent("plan", "\n".join(lines), data)
+def _plan(event: PlanUpdated) -> PlanProgress:
+    """The whole plan (``inProgress`` steps are ``in_progress``; an unknown status is
+    ``pending``) and its explanation."""
+    entries = tuple(
+        PlanEntry(step.step, _PLAN_STATUS.get(step.status, "pending")) for step in event.steps
+    )
+    return PlanProgress(entries, event.explanation)
+
+
+def _tool_call(item: codex.CommandExecutionItem | codex.FileChangeItem) -> ToolCallProgress:
+    if isinstance(item, codex.CommandExecutionItem):
+        command: dict[str, JsonValue] = {"command": item.command, "cwd": item.cwd}
+        return ToolCallProgress(item.id, item.command, "execute", "in_progress", command)
+    paths = ", ".join(change.path for change in item.changes)
+    changes: list[JsonValue] = [
+        {"path": change.path, "kind": change.kind} for change in item.changes
+    ]
+    return ToolCallProgress(item.id, f"edit {paths}", "edit", "in_progress", {"changes": changes})
+
+
+def _tool_result(item: codex.CommandExecutionItem | codex.FileChangeItem) -> ToolResultProgress:
+    """``completed`` -> completed; ``failed`` or ``declined`` -> failed. The output: a
+    command's aggregated output, a file change's diffs (else its paths); the status when
+    there is none."""
+    if isinstance(item, codex.CommandExecutionItem):
+        output = item.aggregated_output or ""
+    else:
+        output = "\n".join(change.diff or change.path for change in item.changes)
+    if item.status == "completed":
+        return ToolResultProgress(item.id, "completed", output)
+    return ToolResultProgress(item.id, "failed", output or item.status)
+
+
+def _usage_progress(usage: TokenUsage) -> UsageProgress:
+    """The thread's totals; the context used is the last request's total."""
+    report = _usage(usage)
+    if report is not None:
+        report["last"] = cast("JsonValue", usage.last.model_dump(mode="json", by_alias=False))
+    return UsageProgress(
+        input_tokens=usage.total.input_tokens,
+        output_tokens=usage.total.output_tokens,
+        total_tokens=usage.total.total_tokens,
+        context_used=usage.last.total_tokens,
+        context_size=usage.model_context_window,
+        data=report,
+    )
 
 
 @final
-class _ProgressMapper:
-    """Turns the transport's typed turn events into contract progress events."""
+class CodexProgress:
+    """Maps the transport's typed turn events onto the progress vocabulary.
+
+    Agent message deltas -> text (``message_id``: the item; messages can interleave);
+    reasoning summary and raw deltas -> thought (a reasoning item completed without deltas
+    gives its text once); a command execution or file change started -> a tool call (its
+    item id; ``execute`` or ``edit``) and completed -> its tool result with the same id
+    (a call first seen completed is announced before its result); ``turn/plan/updated`` ->
+    plan; ``thread/tokenUsage/updated`` -> usage; plan deltas (experimental upstream) and
+    upstream ``error`` notifications -> other.
+    """
 
     def __init__(self) -> None:
         self._reasoning_streamed: set[str] = set()
+        self._calls: set[str] = set()
 
-    def map(self, event: object) -> ProgressEvent | None:
+    def map(self, event: object) -> list[ProgressEvent]:
         if isinstance(event, AgentMessageDelta):
-            return ProgressEvent("text", event.delta, {"item_id": event.item_id})
+            return [TextProgress(event.delta, event.item_id)]
         if isinstance(event, ReasoningDelta):
             self._reasoning_streamed.add(event.item_id)
-            data: dict[str, JsonValue] = {
-                "item_id": event.item_id,
-                "part": event.kind,
-                "index": event.index,
-            }
-            return ProgressEvent("thought", event.delta, data)
+            return [ThoughtProgress(event.delta, event.item_id)]
         if isinstance(event, PlanUpdated):
-            return _plan(event)
+            return [_plan(event)]
         if isinstance(event, PlanDelta):
-            return ProgressEvent("plan", event.delta, {"item_id": event.item_id})
-        if isinstance(event, ItemStarted | ItemCompleted):
-            phase = "started" if isinstance(event, ItemStarted) else "completed"
-            return self._item(event.item, phase)
+            return [OtherProgress(event.delta, {"type": "plan_delta", "item_id": event.item_id})]
+        if isinstance(event, ItemStarted):
+            return self._started(event.item)
+        if isinstance(event, ItemCompleted):
+            return self._completed(event.item)
+        if isinstance(event, TokenUsage):
+            return [_usage_progress(event)]
         if isinstance(event, TurnError):
             error: dict[str, JsonValue] = {
                 "will_retry": event.will_retry,
                 "codex_error_info": event.codex_error_info,
             }
-            return ProgressEvent("other", event.message, error)
-        return None
+            return [OtherProgress(event.message, error)]
+        return []
 
-    def _item(self, item: codex.ThreadItem, phase: str) -> ProgressEvent | None:
-        if isinstance(item, codex.CommandExecutionItem):
-            return ProgressEvent("tool_call", item.command, _item_data(item, phase))
-        if isinstance(item, codex.FileChangeItem):
-            paths = ", ".join(change.path for change in item.changes)
-            return ProgressEvent("tool_call", f"edit {paths}", _item_data(item, phase))
-        if isinstance(item, codex.ReasoningItem) and phase == "completed":
+    def _started(self, item: codex.ThreadItem) -> list[ProgressEvent]:
+        if isinstance(item, codex.CommandExecutionItem | codex.FileChangeItem):
+            self._calls.add(item.id)
+            return [_tool_call(item)]
+        return []
+
+    def _completed(self, item: codex.ThreadItem) -> list[ProgressEvent]:
+        if isinstance(item, codex.CommandExecutionItem | codex.FileChangeItem):
+            events: list[ProgressEvent] = []
+            if item.id not in self._calls:
+                self._calls.add(item.id)
+                events.append(_tool_call(item))
+            events.append(_tool_result(item))
+            return events
+        if isinstance(item, codex.ReasoningItem):
             if item.id in self._reasoning_streamed:
-                return None  # its text was already streamed as deltas
+                return []  # its text was already streamed as deltas
             text = "\n".join(item.summary or item.content)
-            return ProgressEvent("thought", text, {"item_id": item.id}) if text else None
-        return None
+            return [ThoughtProgress(text, item.id)] if text else []
+        return []
 
 
 async def run_codex_turn(
@@ -203,7 +261,7 @@ async def run_codex_turn(
     docstring). The signal interrupts the turn (``turn/interrupt``)."""
     if cancel.cancelled:
         return SubagentOutcome.cancelled(child_id, cancel.reason or "cancelled")
-    mapper = _ProgressMapper()
+    mapper = CodexProgress()
     try:
         async with thread.turn(prompt, output_schema=output_schema, deadline=deadline) as turn:
 
@@ -216,9 +274,9 @@ async def run_codex_turn(
             async with anyio.create_task_group() as tg:
                 tg.start_soon(forward_cancel)
                 async for event in turn:
-                    progress = mapper.map(event)
-                    if progress is not None and feed is not None:
-                        feed.push(progress)
+                    if feed is not None:
+                        for progress in mapper.map(event):
+                            feed.push(progress)
                 tg.cancel_scope.cancel()
             result = await turn.result()
     except ConnectionClosedError as exc:
@@ -245,8 +303,15 @@ class CodexRun(ChildRun["CodexProvider"]):
     _dispose_bound = _DISPOSE_BOUND
     _failures = _FAILURES
 
-    def __init__(self, provider: str, progress_capacity: int) -> None:
-        super().__init__(provider, progress_capacity)
+    def __init__(
+        self,
+        provider: str,
+        progress_capacity: int,
+        child_id: str | None = None,
+        *,
+        dispose_bound: float | None = None,
+    ) -> None:
+        super().__init__(provider, progress_capacity, child_id, dispose_bound=dispose_bound)
         self.thread_id = ""
         self.connection: CodexConnection | None = None
         """The live connection (until the run is disposed), for inspection."""
@@ -273,6 +338,7 @@ class CodexRun(ChildRun["CodexProvider"]):
         self, provider: CodexProvider, request: SubagentRequest, cancel: CancelSignal
     ) -> None:
         async with provider.connect() as connection:
+            self._track_process(connection.process)
             thread = await provider.open_thread(connection, persona=request.persona)
             self.thread_id = thread.id
             self.connection = connection
@@ -305,8 +371,9 @@ class CodexConversation(ChildConversation):
         provider: CodexProvider,
         resume_id: str | None,
         request: SubagentRequest | None = None,
+        child_id: str | None = None,
     ) -> None:
-        super().__init__(provider.name)
+        super().__init__(provider.name, child_id, dispose_bound=provider.dispose_timeout)
         self._provider = provider
         self._resume_id = resume_id
         self._persona = None if request is None else request.persona
@@ -319,19 +386,23 @@ class CodexConversation(ChildConversation):
     async def _converse(self) -> None:
         provider = self._provider
         async with provider.connect() as connection:
+            self._track_process(connection.process)
             if self._resume_id is None:
                 thread = await provider.open_thread(connection, persona=self._persona)
             else:
                 thread = await provider.open_thread(connection, resume=self._resume_id)
             self.thread_id = thread.id
 
-            async def turn(message: str, cancel: CancelSignal) -> SubagentOutcome:
+            async def turn(
+                message: str, cancel: CancelSignal, feed: ProgressFeed
+            ) -> SubagentOutcome:
                 schema, self._first_schema = self._first_schema, None
                 return await run_codex_turn(
                     thread,
                     self.id,
                     message,
                     cancel,
+                    feed,
                     output_schema=schema,
                     deadline=provider.turn_deadline,
                 )
@@ -374,10 +445,11 @@ class CodexProvider(ChildProvider):
         startup_timeout: float = 30.0,
         turn_deadline: float | None = None,
         progress_capacity: int = 256,
+        dispose_timeout: float | None = None,
     ) -> None:
         if not command:
             raise ValueError("empty codex command")
-        super().__init__(name)
+        super().__init__(name, dispose_timeout=dispose_timeout)
         self.command = list(command)
         self.cwd = cwd
         self.env = dict(env) if env is not None else None
@@ -437,22 +509,18 @@ class CodexProvider(ChildProvider):
         )
 
     def _check(self, request: SubagentRequest, cancel: CancelSignal) -> None:
-        self._check_open()
-        for feature in request.requested_features():
-            if not _CAPABILITIES.supports(feature):
-                raise SubagentError(
-                    SubagentErrorCode.UNSUPPORTED_CAPABILITY,
-                    f"the codex provider cannot enforce {feature!r}",
-                    provider=self._name,
-                    feature=feature,
-                )
+        self._check_request(request, cancel)
         if request.output_schema is not None:
             check_output_schema(request.output_schema, provider=self._name)
-        self._check_not_cancelled(cancel)
 
     async def start(self, request: SubagentRequest, *, cancel: CancelSignal) -> CodexRun:
         self._check(request, cancel)
-        run = CodexRun(self._name, self._progress_capacity)
+        run = CodexRun(
+            self._name,
+            self._progress_capacity,
+            self._child_id(request),
+            dispose_bound=self.dispose_timeout,
+        )
         return await self._start_run(run, request, cancel, what=f"codex {self.command[0]!r}")
 
     async def prepare_continuable(
@@ -461,16 +529,21 @@ class CodexProvider(ChildProvider):
         """Start a child whose thread stays open; ``request`` is its first turn (its outcome
         is ``conversation.outcomes[0]``)."""
         self._check(request, cancel)
+        child_id = self._child_id(request)
         conversation = await self._open_conversation(
-            lambda: CodexConversation(self, None, request), cancel
+            lambda: CodexConversation(self, None, request, child_id), cancel
         )
         await conversation.send(request.prompt, cancel=cancel)
         return conversation
 
-    async def resume_continuable(self, child_id: str, *, cancel: CancelSignal) -> CodexConversation:
-        """Cold-resume ``child_id`` (``"<provider>:<threadId>"``) in a new codex process with
-        ``thread/resume`` (the thread must be in this provider's ``CODEX_HOME``)."""
+    async def resume_continuable(
+        self, remote_id: str, *, cancel: CancelSignal, child_id: str | None = None
+    ) -> CodexConversation:
+        """Cold-resume thread ``remote_id`` (or the child of that id this provider started) in
+        a new codex process with ``thread/resume`` (the thread must be in this provider's
+        ``CODEX_HOME``)."""
         self._check(SubagentRequest(""), cancel)
-        prefix = f"{self._name}:"
-        thread_id = child_id[len(prefix) :] if child_id.startswith(prefix) else child_id
-        return await self._open_conversation(lambda: CodexConversation(self, thread_id), cancel)
+        child, thread_id = self._resume_ids(remote_id, child_id)
+        return await self._open_conversation(
+            lambda: CodexConversation(self, thread_id, None, child), cancel
+        )

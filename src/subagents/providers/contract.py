@@ -26,24 +26,33 @@ Code. The rules (from the design note of the seam, ``shared/seam-note.md``):
 
 from __future__ import annotations
 
+import secrets
+import weakref
 from collections.abc import AsyncIterator, Generator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import TracebackType
-from typing import Literal, Protocol, TypeAlias, final, runtime_checkable
+from typing import Final, Literal, Protocol, TypeAlias, final, runtime_checkable
 
 import anyio
 
 from ..protocol.jsonrpc import JsonValue
 
 __all__ = (
+    "PARTIAL_OUTPUT_LIMIT",
     "START_TIME_FEATURES",
+    "TOOL_OUTPUT_EXCERPT",
     "CancelSignal",
+    "ChildProgress",
     "ContinuableProvider",
     "Continuation",
     "FailureKind",
+    "OtherProgress",
     "OutcomeStatus",
+    "PlanEntry",
+    "PlanEntryStatus",
+    "PlanProgress",
     "ProgressEvent",
     "SubagentCapabilities",
     "SubagentEnded",
@@ -54,6 +63,16 @@ __all__ = (
     "SubagentRequest",
     "SubagentRun",
     "SubagentStarted",
+    "TextProgress",
+    "ThoughtProgress",
+    "ToolCallProgress",
+    "ToolCallStatus",
+    "ToolKind",
+    "ToolResultProgress",
+    "ToolResultStatus",
+    "UsageProgress",
+    "new_child_id",
+    "output_excerpt",
 )
 
 START_TIME_FEATURES = ("output_schema", "depth_limit", "tool_filter", "persona")
@@ -77,6 +96,8 @@ class SubagentErrorCode(StrEnum):
     """The request itself is malformed (say, an empty prompt)."""
     DEPTH_LIMIT = "DEPTH_LIMIT"
     """The child would be deeper than the absolute depth limit allows."""
+    DISPOSE_INCOMPLETE = "DISPOSE_INCOMPLETE"
+    """``dispose()`` escalated and something of the child still runs (the message names it)."""
 
 
 class SubagentError(Exception):
@@ -133,6 +154,10 @@ class SubagentRequest:
     parent_session: str | None = None
     """The delegating session's id (lineage)."""
     metadata: Mapping[str, JsonValue] = field(default_factory=dict[str, JsonValue])
+    child_id: str | None = None
+    """The id the run will be known by. :class:`~subagents.providers.SubagentService` mints it
+    (unique for the service's lifetime) and sets it here before delegating; a provider uses it
+    as its run's id, and mints one of its own when called directly without it."""
 
     def requested_features(self) -> tuple[str, ...]:
         """The start-time features this request asks for, in a fixed order."""
@@ -145,6 +170,26 @@ FailureKind: TypeAlias = Literal["prompt", "turn", "infrastructure"]
 failed; ``infrastructure``: the transport or process failed (a crash, a lost connection)."""
 
 
+PARTIAL_OUTPUT_LIMIT: Final = 65_536
+"""At most this many characters of streamed text are kept as a cancelled or failed run's
+partial output (the rest is cut, saying how much)."""
+
+
+def new_child_id(provider: str) -> str:
+    """A fresh child id for a run of ``provider`` (``"<provider>:<12 hex digits>"``): random,
+    so it never repeats what a remote side numbers per process."""
+    return f"{provider}:{secrets.token_hex(6)}"
+
+
+def bounded_partial(text: str) -> str | None:
+    """``text`` as a partial output: ``None`` when empty, cut to :data:`PARTIAL_OUTPUT_LIMIT`."""
+    if not text:
+        return None
+    if len(text) <= PARTIAL_OUTPUT_LIMIT:
+        return text
+    return f"{text[:PARTIAL_OUTPUT_LIMIT]}\n[... cut at {PARTIAL_OUTPUT_LIMIT} characters]"
+
+
 @final
 @dataclass(frozen=True, slots=True)
 class SubagentOutcome:
@@ -153,7 +198,9 @@ class SubagentOutcome:
     child_id: str
     status: OutcomeStatus
     output: JsonValue = None
-    """The child's final text, or the validated object when an output schema was asked."""
+    """The child's final text, or the validated object when an output schema was asked. For a
+    ``cancelled`` or ``failed`` run: the text the child streamed before it ended (its partial
+    work, bounded by :data:`PARTIAL_OUTPUT_LIMIT`), or ``None`` when it streamed none."""
     failure_kind: FailureKind | None = None
     message: str = ""
     """What went wrong (for ``failed`` and ``cancelled``), for people and logs."""
@@ -167,8 +214,10 @@ class SubagentOutcome:
         return cls(child_id, "completed", output, usage=usage)
 
     @classmethod
-    def cancelled(cls, child_id: str, message: str = "cancelled") -> SubagentOutcome:
-        return cls(child_id, "cancelled", message=message)
+    def cancelled(
+        cls, child_id: str, message: str = "cancelled", *, partial: str | None = None
+    ) -> SubagentOutcome:
+        return cls(child_id, "cancelled", bounded_partial(partial or ""), message=message)
 
     @classmethod
     def failed(
@@ -177,18 +226,184 @@ class SubagentOutcome:
         kind: FailureKind,
         message: str,
         cause: BaseException | None = None,
+        *,
+        partial: str | None = None,
     ) -> SubagentOutcome:
-        return cls(child_id, "failed", failure_kind=kind, message=message, cause=cause)
+        return cls(
+            child_id,
+            "failed",
+            bounded_partial(partial or ""),
+            failure_kind=kind,
+            message=message,
+            cause=cause,
+        )
+
+    @property
+    def partial_output(self) -> str | None:
+        """The text a ``cancelled`` or ``failed`` child streamed before it ended, if any."""
+        if self.status == "completed" or not isinstance(self.output, str):
+            return None
+        return self.output
+
+
+# -- progress: one vocabulary for every dialect --------------------------------------------
+
+ToolKind: TypeAlias = Literal[
+    "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"
+]
+"""What a tool call does (ACP's categories; ``other`` when the dialect does not say)."""
+ToolCallStatus: TypeAlias = Literal["pending", "in_progress"]
+"""A tool call not yet run (waiting, for instance, for a permission) or running."""
+ToolResultStatus: TypeAlias = Literal["completed", "failed"]
+PlanEntryStatus: TypeAlias = Literal["pending", "in_progress", "completed"]
+
+TOOL_OUTPUT_EXCERPT: Final = 2000
+"""Characters of a tool's output a :class:`ToolResultProgress` keeps (the rest is cut)."""
+
+
+def output_excerpt(text: str, limit: int = TOOL_OUTPUT_EXCERPT) -> str:
+    """``text`` cut to at most ``limit`` characters, saying how much was left out."""
+    if len(text) <= limit:
+        return text
+    note = f"… [{len(text) - limit} more characters]"
+    return text[: max(0, limit - len(note))] + note
 
 
 @final
 @dataclass(frozen=True, slots=True)
-class ProgressEvent:
-    """Live progress of a child: a text chunk, a thought, a tool call, a plan."""
+class TextProgress:
+    """A chunk of the child's answer text, as it streams (a plain turn's chunks add up to its
+    output)."""
 
-    kind: Literal["text", "thought", "tool_call", "plan", "other"]
+    kind: Literal["text"] = field(default="text", init=False)
+    text: str
+    message_id: str | None = None
+    """The message the chunk belongs to, when the dialect names it (Codex messages can
+    interleave)."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ThoughtProgress:
+    """A chunk of the child's reasoning (shown to people, never part of the output)."""
+
+    kind: Literal["thought"] = field(default="thought", init=False)
+    text: str
+    message_id: str | None = None
+    """The reasoning item the chunk belongs to, when the dialect names it."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ToolCallProgress:
+    """A tool call began, or changed (the same ``id`` again: a new title, status or input).
+
+    It ends with the :class:`ToolResultProgress` of the same ``id``.
+    """
+
+    kind: Literal["tool_call"] = field(default="tool_call", init=False)
+    id: str
+    title: str
+    """For people: the tool's name, a command line, ``edit PATH``..."""
+    tool_kind: ToolKind = "other"
+    status: ToolCallStatus = "in_progress"
+    input: JsonValue = None
+    """The call's arguments, when the dialect reports them."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ToolResultProgress:
+    """A tool call ended (``id`` names an earlier :class:`ToolCallProgress`).
+
+    ``output`` is an excerpt: at most :data:`TOOL_OUTPUT_EXCERPT` characters, cut (and saying
+    so) when longer, however the event was made.
+    """
+
+    kind: Literal["tool_result"] = field(default="tool_result", init=False)
+    id: str
+    status: ToolResultStatus
+    output: str = ""
+
+    def __post_init__(self) -> None:
+        if len(self.output) > TOOL_OUTPUT_EXCERPT:
+            object.__setattr__(self, "output", output_excerpt(self.output))
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class PlanEntry:
+    content: str
+    status: PlanEntryStatus
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class PlanProgress:
+    """The child's whole plan as it stands now (each one replaces the previous one)."""
+
+    kind: Literal["plan"] = field(default="plan", init=False)
+    entries: tuple[PlanEntry, ...]
+    explanation: str | None = None
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class UsageProgress:
+    """What the child has used so far, where its dialect reports it (``None``: not reported).
+
+    Token counts are the run's so far (a later event replaces an earlier one); ``context_*``
+    is the model's context window (used, size); ``data`` is the dialect's own report.
+    """
+
+    kind: Literal["usage"] = field(default="usage", init=False)
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    total_tokens: int | None = None
+    context_used: int | None = None
+    context_size: int | None = None
+    cost_usd: float | None = None
+    data: Mapping[str, JsonValue] | None = None
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class OtherProgress:
+    """Anything else the child reports that people may want to see (an upstream error...)."""
+
+    kind: Literal["other"] = field(default="other", init=False)
     text: str = ""
     data: Mapping[str, JsonValue] | None = None
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ChildProgress:
+    """Progress a running tool reported, relayed under the id of the tool call that runs it:
+    for the subagent tool, its child's own events (nested again for a grandchild's).
+
+    Kept apart from the run's own events on purpose: a child's text is never the parent's
+    text, and its tool call ids are the child's.
+    """
+
+    kind: Literal["child"] = field(default="child", init=False)
+    tool_call_id: str
+    event: ProgressEvent
+
+
+ProgressEvent: TypeAlias = (
+    TextProgress
+    | ThoughtProgress
+    | ToolCallProgress
+    | ToolResultProgress
+    | PlanProgress
+    | UsageProgress
+    | OtherProgress
+    | ChildProgress
+)
+"""Live progress of a child, one vocabulary whatever its dialect: switch on ``kind`` (each
+member is a frozen dataclass with a literal ``kind``). The README maps each dialect's
+messages onto it."""
 
 
 @final
@@ -199,6 +414,10 @@ class SubagentStarted:
     run_id: str
     provider: str
     request: SubagentRequest
+    remote_id: str | None = None
+    """The child's own id on the other side (an ACP session, a Codex thread, a Claude Code
+    session, an in-process session), when the provider reports one: for diagnostics and
+    resume. ``run_id`` is the id the service minted."""
 
 
 @final
@@ -222,12 +441,23 @@ class CancelSignal:
     cancel the caller, and a scope can be entered by one task only.)
     """
 
-    __slots__ = ("_event", "_reason", "_scopes")
+    __slots__ = ("__weakref__", "_children", "_event", "_reason", "_scopes")
 
     def __init__(self) -> None:
         self._event: anyio.Event | None = None
         self._reason: str | None = None
         self._scopes: set[anyio.CancelScope] = set()
+        self._children: weakref.WeakSet[CancelSignal] = weakref.WeakSet()
+
+    def child(self) -> CancelSignal:
+        """A new signal that fires when this one does (with its reason), and can also be
+        fired on its own without firing this one."""
+        signal = CancelSignal()
+        if self._reason is not None:
+            signal.cancel(self._reason)
+        else:
+            self._children.add(signal)
+        return signal
 
     @property
     def cancelled(self) -> bool:
@@ -245,6 +475,9 @@ class CancelSignal:
             self._event.set()
         for scope in list(self._scopes):
             scope.cancel()
+        children, self._children = list(self._children), weakref.WeakSet()
+        for child in children:
+            child.cancel(reason)
 
     async def wait(self) -> None:
         """Return once the signal has fired."""
@@ -268,7 +501,11 @@ class CancelSignal:
 
 
 class SubagentRun(Protocol):
-    """A published child: its id, its one outcome, and its disposal."""
+    """A published child: its id, its one outcome, and its disposal.
+
+    A run may also have a ``remote_id`` attribute (``str``): the child's own id on the other
+    side (session, thread), which the service reports in :class:`SubagentStarted`.
+    """
 
     @property
     def id(self) -> str:
@@ -280,7 +517,10 @@ class SubagentRun(Protocol):
         ...
 
     async def dispose(self) -> None:
-        """Cancel remaining work and wait for quiescence. Idempotent."""
+        """Cancel remaining work and wait for quiescence. Idempotent. Past its polite bound it
+        escalates; if something of the child still runs then, it raises
+        :class:`SubagentError` (``DISPOSE_INCOMPLETE``) naming what survived: it never
+        returns silently with the child still running."""
         ...
 
     def progress(self) -> AsyncIterator[ProgressEvent] | None:
@@ -321,6 +561,11 @@ class Continuation(Protocol):
         """The child id, stable across cold resumes (persist it to continue later)."""
         ...
 
+    @property
+    def remote_id(self) -> str:
+        """The child's own id on the other side (session, thread): what a cold resume needs."""
+        ...
+
     async def send(self, message: str, *, cancel: CancelSignal | None = None) -> SubagentOutcome:
         """Deliver ``message`` as the child's next turn and return that turn's outcome."""
         ...
@@ -340,6 +585,11 @@ class ContinuableProvider(SubagentProvider, Protocol):
         """Start a child that later messages can reach (its first turn is ``request``)."""
         ...
 
-    async def resume_continuable(self, child_id: str, *, cancel: CancelSignal) -> Continuation:
-        """Cold-resume a child from its persisted id (a new process or session, same child)."""
+    async def resume_continuable(
+        self, remote_id: str, *, cancel: CancelSignal, child_id: str | None = None
+    ) -> Continuation:
+        """Cold-resume a child from its persisted remote id (its session or thread: a new
+        process or session, same child); ``child_id`` is the id it keeps (the service passes
+        the one it minted at the start). A provider also accepts, in ``remote_id``, the child
+        id of a child it started itself."""
         ...

@@ -1,12 +1,14 @@
 """``ForkProvider``: an in-process child seeded with its parent's history.
 
-The child's session starts with the **balanced prefix** of the parent's log: every turn the
-parent finished, in order, and nothing of the turn in flight (whose delegation call has no
-result yet, so it cannot be replayed as history); every tool call in the prefix has its
-result. The request must name the parent (``parent_session``, which the subagent tool sets)
-and the parent must be a session of the same runtime; otherwise the start is refused
-(``INVALID_REQUEST``). The other rules are those of every in-process child
-(:mod:`subagents.providers._in_process`).
+The child's session starts with the **balanced prefix** of the parent's log: completed turns
+only, in order (the turns that ended ``completed``, and the parent's own seed when it is a
+fork itself). Cancelled and failed turns are left out, and so is the turn in flight (whose
+delegation call has no result yet, so it cannot be replayed as history); every tool call in
+the prefix has its result, and the roles alternate as every model adapter expects
+(:func:`subagents.harness.session.balanced_prefix`). The request must name the parent
+(``parent_session``, which the subagent tool sets) and the parent must be a session of the
+same runtime; otherwise the start is refused (``INVALID_REQUEST``). The other rules are those
+of every in-process child (:mod:`subagents.providers._in_process`).
 """
 
 from __future__ import annotations
@@ -37,9 +39,19 @@ class ForkProvider(InProcessProvider):
     tells the model by default (the child does see the conversation)."""
 
     def __init__(
-        self, runtime: AgentRuntime, *, name: str = "fork", progress_capacity: int = 256
+        self,
+        runtime: AgentRuntime,
+        *,
+        name: str = "fork",
+        progress_capacity: int = 256,
+        dispose_timeout: float | None = None,
     ) -> None:
-        super().__init__(runtime, name=name, progress_capacity=progress_capacity)
+        super().__init__(
+            runtime,
+            name=name,
+            progress_capacity=progress_capacity,
+            dispose_timeout=dispose_timeout,
+        )
 
     def _seed(self, parent: Session | None, request: SubagentRequest) -> Sequence[Message] | None:
         if parent is None:

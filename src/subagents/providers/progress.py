@@ -1,4 +1,5 @@
-"""A bounded feed of live progress events that never blocks the child."""
+"""A bounded feed of live progress events that never blocks the child, and the progress
+vocabulary as text and JSON (:func:`describe`, :func:`progress_json`)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from typing import final
 
 import anyio
 
-from .contract import ProgressEvent
+from ..protocol.jsonrpc import JsonValue
+from .contract import PARTIAL_OUTPUT_LIMIT, ProgressEvent
 
-__all__ = ("ProgressFeed",)
+__all__ = ("ProgressFeed", "describe", "progress_json")
 
 
 @final
@@ -26,10 +28,22 @@ class ProgressFeed:
         self._wakeup: anyio.Event | None = None
         self._closed = False
         self.dropped = 0
+        self._text: list[str] = []
+        self._text_size = 0
+
+    @property
+    def streamed_text(self) -> str:
+        """The text events pushed so far, joined (kept whether or not anyone read them, up to
+        a little more than :data:`~subagents.providers.contract.PARTIAL_OUTPUT_LIMIT`): a
+        cancelled or failed run's partial output."""
+        return "".join(self._text)
 
     def push(self, event: ProgressEvent) -> None:
         if self._closed:
             return
+        if event.kind == "text" and self._text_size <= PARTIAL_OUTPUT_LIMIT:
+            self._text.append(event.text)
+            self._text_size += len(event.text)
         if len(self._events) == self._events.maxlen:
             self.dropped += 1
         self._events.append(event)
@@ -55,3 +69,80 @@ class ProgressFeed:
                 self._wakeup = anyio.Event()
             await self._wakeup.wait()
         return self._events.popleft()
+
+
+def describe(event: ProgressEvent) -> str:
+    """The event as text for people: a text or thought chunk as is, a tool call's title, a
+    tool result's output excerpt, the plan one ``[status] entry`` line per entry, a usage
+    summary, an other event's text; a child's event as that event's text."""
+    match event.kind:
+        case "text" | "thought" | "other":
+            return event.text
+        case "tool_call":
+            return event.title
+        case "tool_result":
+            return event.output
+        case "plan":
+            lines = [f"[{entry.status}] {entry.content}" for entry in event.entries]
+            if event.explanation:
+                lines.insert(0, event.explanation)
+            return "\n".join(lines)
+        case "usage":
+            counts = (
+                ("input", event.input_tokens),
+                ("output", event.output_tokens),
+                ("total", event.total_tokens),
+            )
+            return ", ".join(f"{name} {value}" for name, value in counts if value is not None)
+        case "child":
+            return describe(event.event)
+
+
+def progress_json(event: ProgressEvent) -> dict[str, JsonValue]:
+    """The event as JSON: ``{"kind": K, "text": T, "data": D}``, ``text`` as
+    :func:`describe` gives it and ``data`` by kind:
+
+    - ``text``, ``thought``: ``{"message_id"}`` when the dialect names one, else ``null``;
+    - ``tool_call``: ``{"id", "title", "tool_kind", "status", "input"}``;
+    - ``tool_result``: ``{"id", "status", "output"}`` (the output excerpt);
+    - ``plan``: ``{"entries": [{"content", "status"}], "explanation"}``;
+    - ``usage``: ``{"input_tokens", "output_tokens", "total_tokens", "context_used",
+      "context_size", "cost_usd", "reported"}`` (``null`` when not reported; ``reported`` is
+      the dialect's own report);
+    - ``other``: the event's data (or ``null``);
+    - ``child``: ``{"tool_call_id", "event"}``, ``event`` the child's event in this format.
+    """
+    data: JsonValue
+    match event.kind:
+        case "text" | "thought":
+            data = None if event.message_id is None else {"message_id": event.message_id}
+        case "tool_call":
+            data = {
+                "id": event.id,
+                "title": event.title,
+                "tool_kind": event.tool_kind,
+                "status": event.status,
+                "input": event.input,
+            }
+        case "tool_result":
+            data = {"id": event.id, "status": event.status, "output": event.output}
+        case "plan":
+            entries: list[JsonValue] = [
+                {"content": entry.content, "status": entry.status} for entry in event.entries
+            ]
+            data = {"entries": entries, "explanation": event.explanation}
+        case "usage":
+            data = {
+                "input_tokens": event.input_tokens,
+                "output_tokens": event.output_tokens,
+                "total_tokens": event.total_tokens,
+                "context_used": event.context_used,
+                "context_size": event.context_size,
+                "cost_usd": event.cost_usd,
+                "reported": dict(event.data) if event.data is not None else None,
+            }
+        case "other":
+            data = dict(event.data) if event.data is not None else None
+        case "child":
+            data = {"tool_call_id": event.tool_call_id, "event": progress_json(event.event)}
+    return {"kind": event.kind, "text": describe(event), "data": data}

@@ -187,6 +187,7 @@ class ScriptedRun:
     def _settle(self, outcome: SubagentOutcome) -> None:
         if self._outcome is None:
             self._outcome = outcome
+            self._feed.close()  # its progress ends with it (what was pushed stays readable)
             self._settled.set()
 
     async def _drive(self, cancel: CancelSignal) -> None:

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from types import TracebackType
-from typing import TypeAlias, final
+from typing import TypeAlias, cast, final
 
 import anyio
 
 from .contract import (
     CancelSignal,
+    ContinuableProvider,
+    Continuation,
     ProgressEvent,
     SubagentEnded,
     SubagentError,
@@ -28,6 +31,7 @@ from .contract import (
     SubagentRequest,
     SubagentRun,
     SubagentStarted,
+    new_child_id,
 )
 
 __all__ = ("LifecycleEvent", "LifecycleListener", "SubagentService")
@@ -45,6 +49,7 @@ class SubagentService:
     def __init__(self) -> None:
         self._providers: dict[str, SubagentProvider] = {}
         self._listeners: list[LifecycleListener] = []
+        self._issued: set[str] = set()
 
     # -- registry
 
@@ -106,15 +111,20 @@ class SubagentService:
 
     # -- delegation
 
-    async def start(
-        self, name: str, request: SubagentRequest, *, cancel: CancelSignal | None = None
-    ) -> SubagentRun:
-        """Check the request against provider ``name``'s capabilities, then start it.
+    def _mint(self, name: str) -> str:
+        """A child id never handed out by this service before."""
+        while True:
+            child_id = new_child_id(name)
+            if child_id not in self._issued:
+                self._issued.add(child_id)
+                return child_id
 
-        Raises :class:`SubagentError` before publication: ``UNKNOWN_PROVIDER``,
-        ``UNSUPPORTED_CAPABILITY`` (naming the feature and the provider), ``INVALID_REQUEST``,
-        ``CANCELLED`` (the signal fired first), or ``START_FAILED``.
-        """
+    def _gate(
+        self, name: str, request: SubagentRequest, cancel: CancelSignal | None
+    ) -> tuple[SubagentProvider, CancelSignal]:
+        """The one check every way in passes before anything starts: the provider exists,
+        every requested start-time feature is advertised, the prompt is not empty, the signal
+        has not fired."""
         provider = self.provider(name)
         for feature in request.requested_features():
             if not provider.capabilities.supports(feature):
@@ -135,6 +145,22 @@ class SubagentService:
                 f"cancelled before the start: {signal.reason}",
                 provider=name,
             )
+        return provider, signal
+
+    async def start(
+        self, name: str, request: SubagentRequest, *, cancel: CancelSignal | None = None
+    ) -> SubagentRun:
+        """Check the request against provider ``name``'s capabilities, then start it.
+
+        The service mints the run's id (``run.id``, unique for the service's lifetime whatever
+        the provider's side returns; the provider's own id of the child is ``run.remote_id``).
+        Raises :class:`SubagentError` before publication: ``UNKNOWN_PROVIDER``,
+        ``UNSUPPORTED_CAPABILITY`` (naming the feature and the provider), ``INVALID_REQUEST``,
+        ``CANCELLED`` (the signal fired first), or ``START_FAILED``.
+        """
+        provider, signal = self._gate(name, request, cancel)
+        child_id = self._mint(name)
+        request = replace(request, child_id=child_id)
         try:
             run = await provider.start(request, cancel=signal)
         except SubagentError:
@@ -147,31 +173,105 @@ class SubagentService:
                 f"provider {name!r} failed to start: {type(exc).__name__}: {exc}",
                 provider=name,
             ) from exc
-        tracked = _TrackedRun(run, name, self._emit)
-        self._emit(SubagentStarted(run.id, name, request))
+        tracked = _TrackedRun(run, name, child_id, self._emit)
+        self._emit(SubagentStarted(child_id, name, request, tracked.remote_id))
         return tracked
+
+    async def start_continuable(
+        self, name: str, request: SubagentRequest, *, cancel: CancelSignal | None = None
+    ) -> Continuation:
+        """Start a continuable child on provider ``name`` (its first turn is ``request``),
+        through the same gate as :meth:`start`; the same lifecycle pair: started once it is
+        open, ended when it is disposed (with its last turn's outcome)."""
+        provider, signal = self._gate(name, request, cancel)
+        continuable = self._continuable(provider)
+        child_id = self._mint(name)
+        request = replace(request, child_id=child_id)
+        continuation = await continuable.prepare_continuable(request, cancel=signal)
+        return self._publish_continuation(continuation, name, child_id, request)
+
+    async def resume_continuable(
+        self,
+        name: str,
+        remote_id: str,
+        *,
+        child_id: str,
+        cancel: CancelSignal | None = None,
+    ) -> Continuation:
+        """Cold-resume the continuable child ``child_id`` (its remote id ``remote_id``) on
+        provider ``name``; it keeps ``child_id`` and has a lifecycle pair of its own."""
+        signal = cancel if cancel is not None else CancelSignal()
+        continuable = self._continuable(self.provider(name))
+        self._issued.add(child_id)
+        continuation = await continuable.resume_continuable(
+            remote_id, cancel=signal, child_id=child_id
+        )
+        request = SubagentRequest("", description="cold resume", child_id=child_id)
+        return self._publish_continuation(continuation, name, child_id, request)
+
+    def _continuable(self, provider: SubagentProvider) -> ContinuableProvider:
+        if not isinstance(provider, ContinuableProvider):
+            raise SubagentError(
+                SubagentErrorCode.UNSUPPORTED_CAPABILITY,
+                f"provider {provider.name!r} cannot continue children (no prepare_continuable)",
+                provider=provider.name,
+                feature="continuable",
+            )
+        return provider
+
+    def _publish_continuation(
+        self, continuation: Continuation, name: str, child_id: str, request: SubagentRequest
+    ) -> Continuation:
+        tracked = _TrackedContinuation(continuation, name, child_id, self._emit)
+        self._emit(SubagentStarted(child_id, name, request, tracked.remote_id))
+        return tracked
+
+
+def _remote_id_of(child: object, child_id: str) -> str | None:
+    """A run's or continuation's own id of the child, when it reports one."""
+    remote: object = getattr(child, "remote_id", None)
+    if isinstance(remote, str) and remote:
+        return remote
+    own: object = getattr(child, "id", None)
+    return own if isinstance(own, str) and own and own != child_id else None
+
+
+def _as_child(outcome: SubagentOutcome, child_id: str) -> SubagentOutcome:
+    """``outcome`` naming the id the service minted."""
+    return outcome if outcome.child_id == child_id else replace(outcome, child_id=child_id)
 
 
 @final
 class _TrackedRun:
-    """A published run as the service hands it out: emits ``SubagentEnded`` exactly once."""
+    """A published run as the service hands it out: known by the id the service minted;
+    emits ``SubagentEnded`` exactly once."""
 
     def __init__(
-        self, run: SubagentRun, provider: str, emit: Callable[[LifecycleEvent], None]
+        self,
+        run: SubagentRun,
+        provider: str,
+        child_id: str,
+        emit: Callable[[LifecycleEvent], None],
     ) -> None:
         self._run = run
         self._provider = provider
+        self._child_id = child_id
         self._emit = emit
         self._outcome: SubagentOutcome | None = None
 
     @property
     def id(self) -> str:
-        return self._run.id
+        return self._child_id
+
+    @property
+    def remote_id(self) -> str | None:
+        """The provider's own id of the child (session, thread), when it reports one."""
+        return _remote_id_of(self._run, self._child_id)
 
     def _settle(self, outcome: SubagentOutcome) -> SubagentOutcome:
         if self._outcome is None:
-            self._outcome = outcome
-            self._emit(SubagentEnded(self._run.id, self._provider, outcome))
+            self._outcome = _as_child(outcome, self._child_id)
+            self._emit(SubagentEnded(self._child_id, self._provider, self._outcome))
         return self._outcome
 
     async def result(self) -> SubagentOutcome:
@@ -185,7 +285,7 @@ class _TrackedRun:
             # A provider broke the contract (result() must not raise): keep the child id and
             # the cause rather than lose the run.
             outcome = SubagentOutcome.failed(
-                self._run.id,
+                self._child_id,
                 "infrastructure",
                 f"provider {self._provider!r} result() raised {type(exc).__name__}: {exc}",
                 exc,
@@ -201,7 +301,7 @@ class _TrackedRun:
                     await self.result()
                 if self._outcome is None:
                     self._settle(
-                        SubagentOutcome.cancelled(self._run.id, "disposed before it settled")
+                        SubagentOutcome.cancelled(self._child_id, "disposed before it settled")
                     )
 
     def progress(self) -> AsyncIterator[ProgressEvent] | None:
@@ -218,3 +318,55 @@ class _TrackedRun:
         /,
     ) -> None:
         await self.dispose()
+
+
+@final
+class _TrackedContinuation:
+    """A continuable child as the service hands it out: known by the id the service minted;
+    emits ``SubagentEnded`` (its last turn's outcome) exactly once, when disposed."""
+
+    def __init__(
+        self,
+        continuation: Continuation,
+        provider: str,
+        child_id: str,
+        emit: Callable[[LifecycleEvent], None],
+    ) -> None:
+        self._inner = continuation
+        self._provider = provider
+        self._child_id = child_id
+        self._emit = emit
+        self._ended = False
+        outcomes: object = getattr(continuation, "outcomes", None)
+        self.outcomes: list[SubagentOutcome] = (
+            [_as_child(o, child_id) for o in cast("list[SubagentOutcome]", outcomes)]
+            if isinstance(outcomes, list)
+            else []
+        )
+        """The outcome of every turn so far through this handle, in order."""
+
+    @property
+    def id(self) -> str:
+        return self._child_id
+
+    @property
+    def remote_id(self) -> str:
+        return _remote_id_of(self._inner, self._child_id) or ""
+
+    async def send(self, message: str, *, cancel: CancelSignal | None = None) -> SubagentOutcome:
+        outcome = _as_child(await self._inner.send(message, cancel=cancel), self._child_id)
+        self.outcomes.append(outcome)
+        return outcome
+
+    async def dispose(self) -> None:
+        try:
+            await self._inner.dispose()
+        finally:
+            if not self._ended:
+                self._ended = True
+                last = (
+                    self.outcomes[-1]
+                    if self.outcomes
+                    else SubagentOutcome.cancelled(self._child_id, "closed before any turn")
+                )
+                self._emit(SubagentEnded(self._child_id, self._provider, last))

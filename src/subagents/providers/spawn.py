@@ -26,9 +26,19 @@ class SpawnProvider(InProcessProvider):
     _what = "SpawnProvider"
 
     def __init__(
-        self, runtime: AgentRuntime, *, name: str = "spawn", progress_capacity: int = 256
+        self,
+        runtime: AgentRuntime,
+        *,
+        name: str = "spawn",
+        progress_capacity: int = 256,
+        dispose_timeout: float | None = None,
     ) -> None:
-        super().__init__(runtime, name=name, progress_capacity=progress_capacity)
+        super().__init__(
+            runtime,
+            name=name,
+            progress_capacity=progress_capacity,
+            dispose_timeout=dispose_timeout,
+        )
 
     def _seed(self, parent: Session | None, request: SubagentRequest) -> Sequence[Message] | None:
         return None

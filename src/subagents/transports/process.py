@@ -33,7 +33,9 @@ __all__ = (
     "ProcessExit",
     "ProcessStartError",
     "build_child_env",
+    "kill_process_group",
     "open_agent_process",
+    "process_group_alive",
     "terminate_process_group",
 )
 
@@ -284,6 +286,19 @@ async def terminate_process_group(
         else:
             _signal_group(pgid, signal.SIGKILL)
     return process.returncode
+
+
+def kill_process_group(pgid: int) -> bool:
+    """SIGKILL the process group ``pgid`` at once (the last step of an escalation); returns
+    whether anything of it was alive."""
+    alive = _group_alive(pgid)
+    _signal_group(pgid, signal.SIGKILL)
+    return alive
+
+
+def process_group_alive(pgid: int) -> bool:
+    """Whether any process of the group ``pgid`` is alive (zombies of ours included)."""
+    return _group_alive(pgid)
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:

@@ -30,7 +30,12 @@ and no network::
   - the word :data:`FAIL_WORD` (``fail``): an HTTP 529 ``overloaded_error`` whose message is
     :data:`FAIL_MESSAGE`, with ``x-should-retry: false`` (the CLI gives up at once);
   - the word :data:`BIG_WORD` (``big``): :func:`big_reply` (:data:`BIG_REPLY_SIZE`
-    characters) in 64 KiB deltas.
+    characters) in 64 KiB deltas;
+  - text starting with :data:`DELEGATE_PREFIX` (``delegate:``), when the request offers a
+    tool named :data:`DELEGATE_TOOL` (``subagent``): a ``tool_use`` of that tool with
+    ``{"description": DELEGATE_DESCRIPTION, "prompt": <the rest of the text, stripped>}``
+    (checked before the other words, which then belong to the delegated prompt: nest
+    ``delegate: delegate: ...`` for a grandchild); its ``tool_result`` is answered as above.
 
   A request without ``tools`` is taken for a side request the CLI makes for itself (titles,
   summaries): it gets :data:`DEFAULT_REPLY`, never the slow stream. (None was seen in one
@@ -79,6 +84,9 @@ __all__ = (
     "BIG_REPLY_SIZE",
     "BIG_WORD",
     "DEFAULT_REPLY",
+    "DELEGATE_DESCRIPTION",
+    "DELEGATE_PREFIX",
+    "DELEGATE_TOOL",
     "FAIL_MESSAGE",
     "FAIL_WORD",
     "FAKE_API_KEY",
@@ -95,6 +103,7 @@ __all__ = (
     "claude_agent_acp_command",
     "claude_cli_path",
     "claude_env",
+    "delegated_prompt",
     "last_user_text",
     "message_requests",
     "open_streams",
@@ -140,6 +149,16 @@ BIG_WORD: Final = "big"
 
 BIG_REPLY_SIZE: Final = 2_000_000
 """Characters in :func:`big_reply` (2 MB: above the official SDK's 1 MiB line limit)."""
+
+DELEGATE_PREFIX: Final = "delegate:"
+"""A last user message starting with this gets a call of :data:`DELEGATE_TOOL` (if offered)."""
+
+DELEGATE_TOOL: Final = "subagent"
+"""The tool a delegation calls (the name :class:`~subagents.harness.subagent_tool.SubagentTool`
+has by default)."""
+
+DELEGATE_DESCRIPTION: Final = "delegated task"
+"""The ``description`` argument of a delegation call."""
 
 FAKE_API_KEY: Final = "fake"
 
@@ -248,6 +267,25 @@ def wait_streams_closed(server: FakeServer, timeout: float) -> bool:
     return True
 
 
+def delegated_prompt(text: str, offered: set[str]) -> str | None:
+    """The prompt to delegate when ``text`` starts with :data:`DELEGATE_PREFIX` and the tool
+    names ``offered`` include :data:`DELEGATE_TOOL`; ``None`` otherwise."""
+    stripped = text.strip()
+    if DELEGATE_TOOL not in offered or not stripped.lower().startswith(DELEGATE_PREFIX):
+        return None
+    return stripped[len(DELEGATE_PREFIX) :].strip()
+
+
+def _tool_names(tools: Any) -> set[str]:
+    if not isinstance(tools, list):
+        return set()
+    return {
+        str(cast(dict[str, Any], tool).get("name"))
+        for tool in cast(list[Any], tools)
+        if isinstance(tool, dict)
+    }
+
+
 def _is_side_request(body: dict[str, Any]) -> bool:
     """A request the CLI makes for itself (title, summaries): it offers no tools."""
     return not body.get("tools")
@@ -288,7 +326,8 @@ class AnthropicMessagesHandler(FakeHandler):
         text = last_user_text(body)
         side = _is_side_request(body)
         result = tool_result_text(body)
-        if not side and result is None and _FAIL.search(text):
+        delegated = delegated_prompt(text, _tool_names(body.get("tools")))
+        if not side and result is None and delegated is None and _FAIL.search(text):
             self._error(529, "overloaded_error", FAIL_MESSAGE)
             return
         blocks: list[_Block]
@@ -296,6 +335,9 @@ class AnthropicMessagesHandler(FakeHandler):
             blocks = [_text_block(_chunks(DEFAULT_REPLY))]
         elif result is not None:
             blocks = [_text_block(_chunks(TOOL_RESULT_PREFIX + result))]
+        elif delegated is not None:
+            arguments = {"description": DELEGATE_DESCRIPTION, "prompt": delegated}
+            blocks = [_tool_block(DELEGATE_TOOL, arguments)]
         elif _TOOL.search(text):
             blocks = [_tool_block("Bash", {"command": TOOL_COMMAND, "description": "Mark"})]
         elif _SLOW.search(text):

@@ -305,7 +305,7 @@ async def test_a_spawned_child_starts_fresh(tmp_path: Path) -> None:
         )
         async with run:
             outcome = await run.result()
-        child = runtime.sessions.get(outcome.child_id.removeprefix("spawn:"))
+        child = runtime.sessions.get(outcome.child_id)
     assert child is not None
     assert [e.kind for e in child.events][:2] == ["turn_start", "user"]
     assert child.messages()[0].text == "hello"
@@ -389,7 +389,7 @@ async def test_a_start_beyond_the_depth_limit_is_rejected(tmp_path: Path) -> Non
             cancel=CancelSignal(),
         )
         async with run:
-            child_id = (await run.result()).child_id.removeprefix("spawn:")
+            child_id = (await run.result()).child_id
         with pytest.raises(SubagentError) as info:
             await service.start(
                 "spawn", SubagentRequest("deeper", parent_session=child_id), cancel=CancelSignal()
@@ -412,7 +412,7 @@ async def test_the_tool_filter_applies_to_the_childs_live_registry(tmp_path: Pat
         )
         async with run:
             outcome = await run.result()
-        child = runtime.sessions.get(outcome.child_id.removeprefix("spawn:"))
+        child = runtime.sessions.get(outcome.child_id)
         assert child is not None
         limits = runtime.child_limits(child, tool_filter=["echo", "secret"])
     assert [t.name for t in model.requests[0].tools] == ["echo"]
@@ -474,7 +474,7 @@ async def test_a_continuable_child_resumes_cold_from_its_session_file(tmp_path: 
             outcome = await resumed.send("delegate more")
         finally:
             await resumed.dispose()
-        session = runtime.sessions.get(child_id.removeprefix("spawn:"))
+        session = runtime.sessions.get(child_id)
     assert outcome.output == "no subagent tool here"
     assert session is not None
     assert [e.text for e in session.events if e.kind == "user"] == ["first", "delegate more"]

@@ -3,20 +3,26 @@ passes for both providers, on asyncio and trio"), driven by the embedded offline
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
 
+import anyio
 import pytest
 
 from subagents.harness.llm.offline import OfflineModel
+from subagents.harness.llm.types import ModelRequest, ModelResponse, TextCallback
 from subagents.harness.runtime import AgentRuntime
 from subagents.harness.session import SessionStore
 from subagents.harness.subagent_tool import DEFAULT_DESCRIPTION, SubagentTool
+from subagents.harness.tools import ToolResult, ToolSpec
+from subagents.protocol.jsonrpc import JsonValue
 from subagents.providers import (
     CancelSignal,
     SubagentCapabilities,
+    SubagentError,
+    SubagentErrorCode,
     SubagentProvider,
     SubagentRequest,
     SubagentService,
@@ -64,8 +70,47 @@ def scenarios(parent: str | None) -> ProviderScenarios:
         failing=SubagentRequest("fail", parent_session=parent),
         failing_kind="turn",
         failing_start=SubagentRequest("hello", parent_session=parent, depth_limit=0),
+        crashing=SubagentRequest("crash", parent_session=parent),
+        stubborn=SubagentRequest("tool stubborn {}", parent_session=parent),
         timeout=10.0,
     )
+
+
+class CrashingModel:
+    """The offline model, except that a prompt ``crash`` makes the adapter raise a plain
+    ``RuntimeError`` after streaming a little text (an adapter's bug)."""
+
+    def __init__(self) -> None:
+        self._model = OfflineModel(tick=0.05)
+
+    async def complete(
+        self,
+        request: ModelRequest,
+        *,
+        cancel: CancelSignal,
+        on_text: TextCallback | None = None,
+    ) -> ModelResponse:
+        last = request.messages[-1] if request.messages else None
+        if last is not None and last.role == "user" and last.text == "crash":
+            if on_text is not None:
+                on_text("half of the work")
+            raise RuntimeError("adapter bug")
+        return await self._model.complete(request, cancel=cancel, on_text=on_text)
+
+
+class StubbornTool:
+    """A tool that ignores cancellation for 4 s (longer than the test's dispose bound)."""
+
+    @property
+    def spec(self) -> ToolSpec:
+        return ToolSpec("stubborn", "ignores cancellation", {"type": "object"})
+
+    async def execute(
+        self, arguments: Mapping[str, JsonValue], *, cancel: CancelSignal
+    ) -> ToolResult:
+        with anyio.CancelScope(shield=True):
+            await anyio.sleep(4)
+        return ToolResult("finally")
 
 
 def factory_of(
@@ -84,12 +129,14 @@ def factory_of(
 async def test_the_in_process_providers_pass_the_kit(
     check: ProviderCheck, kind: str, tmp_path: Path
 ) -> None:
-    runtime = AgentRuntime(OfflineModel(tick=0.05), sessions=SessionStore(tmp_path))
+    runtime = AgentRuntime(
+        CrashingModel(), sessions=SessionStore(tmp_path), tools=lambda: [StubbornTool()]
+    )
     parent = runtime.root_agent()
     await parent.run("an earlier turn", cancel=CancelSignal())
     cls = SpawnProvider if kind == "spawn" else ForkProvider
     try:
-        await check.run(factory_of(lambda: cls(runtime)), scenarios(parent.id))
+        await check.run(factory_of(lambda: cls(runtime, dispose_timeout=0.5)), scenarios(parent.id))
     except ProviderCheckSkipped as skip:
         pytest.fail(f"every applicable check must run for the {kind} provider: {skip}")
 
@@ -134,9 +181,86 @@ async def test_a_forked_kit_run_carries_the_parents_history(tmp_path: Path) -> N
         )
         async with run:
             outcome = await run.result()
-    child = runtime.sessions.get(outcome.child_id.removeprefix("fork:"))
+    child = runtime.sessions.get(outcome.child_id)
     assert child is not None
     assert [m.text for m in child.messages()][:2] == [
         "an earlier turn",
         "You said: an earlier turn",
     ]
+
+
+async def test_a_crashing_adapter_fails_only_its_run_and_keeps_the_partial_output(
+    tmp_path: Path,
+) -> None:
+    """Issue 15, points 1 and 7: a model adapter that raises a plain RuntimeError settles its
+    run failed (infrastructure, the exception named and kept as the cause) with the text it
+    streamed before, the sibling run completes, both lifecycle pairs close, and the caller's
+    ``async with SpawnProvider(...)`` exits without an exception group."""
+    runtime = AgentRuntime(CrashingModel(), sessions=SessionStore(tmp_path))
+    service = SubagentService()
+    events: list[object] = []
+    service.subscribe(events.append)
+    with anyio.fail_after(10):
+        async with SpawnProvider(runtime) as spawn:
+            service.register(spawn)
+            crashing = await service.start("spawn", SubagentRequest("crash"))
+            sibling = await service.start("spawn", SubagentRequest("slow 3"))
+            crashed = await crashing.result()
+            await crashing.dispose()
+            sibling_outcome = await sibling.result()
+            await sibling.dispose()
+    assert crashed.status == "failed"
+    assert crashed.failure_kind == "infrastructure"
+    assert isinstance(crashed.cause, RuntimeError)
+    assert "RuntimeError" in crashed.message
+    assert "adapter bug" in crashed.message
+    assert crashed.partial_output == "half of the work"
+    assert sibling_outcome.status == "completed"
+    assert [type(e).__name__ for e in events].count("SubagentEnded") == 2
+    child = runtime.sessions.get(crashed.child_id)
+    assert child is not None
+    assert child.events[-1].kind == "turn_end"
+    assert child.events[-1].status == "failed"
+
+
+async def test_dispose_of_a_child_that_ignores_cancellation_raises_dispose_incomplete(
+    tmp_path: Path,
+) -> None:
+    """Issue 15, point 5: dispose() of an in-process child whose tool ignores cancellation does
+    not return silently after its bound: it raises SubagentError(DISPOSE_INCOMPLETE) naming
+    what survived."""
+    runtime = AgentRuntime(
+        OfflineModel(), sessions=SessionStore(tmp_path), tools=lambda: [StubbornTool()]
+    )
+    with anyio.fail_after(15):
+        async with SpawnProvider(runtime, dispose_timeout=0.2) as spawn:
+            run = await spawn.start(SubagentRequest("tool stubborn {}"), cancel=CancelSignal())
+            await anyio.sleep(0.1)
+            with pytest.raises(SubagentError) as info:
+                await run.dispose()
+    assert info.value.code is SubagentErrorCode.DISPOSE_INCOMPLETE
+    assert "ignores cancellation" in info.value.message
+    assert run.id in info.value.message
+
+
+async def test_a_cancelled_run_keeps_the_text_it_streamed(tmp_path: Path) -> None:
+    """Issue 15, point 7: a cancelled run's outcome carries the text the child streamed before
+    it ended (the parent does not lose the child's work), and the subagent tool's error result
+    shows it."""
+    runtime = AgentRuntime(OfflineModel(tick=0.02), sessions=SessionStore(tmp_path))
+    with anyio.fail_after(10):
+        async with SpawnProvider(runtime) as spawn:
+            signal = CancelSignal()
+            run = await spawn.start(SubagentRequest("slow"), cancel=signal)
+            feed = run.progress()
+            assert feed is not None
+            async for event in feed:
+                if event.kind == "text" and "tick 2" in event.text:
+                    break
+            signal.cancel("enough")
+            outcome = await run.result()
+            await run.dispose()
+    assert outcome.status == "cancelled"
+    assert isinstance(outcome.partial_output, str)
+    assert "tick 1" in outcome.partial_output
+    assert "tick 2" in outcome.partial_output

@@ -8,7 +8,12 @@ or fork). A prompt is one turn of the agent loop:
   decoded: ``[resource_link NAME URI]``, an embedded resource's text, ``[image MIME]``);
 - streamed model text -> ``agent_message_chunk``; each tool call -> ``tool_call``
   (``in_progress``, its arguments as ``rawInput``), its result -> ``tool_call_update``
-  (``completed`` or ``failed``, with the result text);
+  (``completed`` or ``failed``, with the result text, an excerpt);
+- a delegation's child streams into its tool call: while the child runs, the text it has
+  streamed so far is the delegation's ``tool_call_update`` content (``in_progress``; the
+  last :data:`CHILD_TEXT_LIMIT` characters). Bounded: a slow client gets fewer, larger
+  updates (at most one of each delegation waits to be sent, carrying the text as it stands
+  when it goes), and the child never waits for the client;
 - ``session/cancel`` fires the turn's signal: the model call or tool stops and the answer is
   ``stopReason: "cancelled"``, after every update of the turn was sent;
 - the turn's end: ``end_turn``; the step limit: ``max_turn_requests``; a model failure: a
@@ -31,9 +36,9 @@ from __future__ import annotations
 
 import itertools
 import logging
-import math
 import os
 import sys
+from collections import deque
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
@@ -75,13 +80,22 @@ if TYPE_CHECKING:
         StopReason,
     )
 
-__all__ = ("MCP_CONNECT_TIMEOUT", "RuntimeAgent", "open_runtime_agent", "serve_runtime")
+__all__ = (
+    "CHILD_TEXT_LIMIT",
+    "MCP_CONNECT_TIMEOUT",
+    "RuntimeAgent",
+    "open_runtime_agent",
+    "serve_runtime",
+)
 
 logger = logging.getLogger(__name__)
 
 _STEP_LIMIT_PREFIX: Final = "the step limit"
 MCP_CONNECT_TIMEOUT: Final = 10.0
 """Seconds an MCP server may take to start and to answer each handshake request."""
+CHILD_TEXT_LIMIT: Final = 8000
+"""Characters of a child's streamed text its delegation's ``tool_call_update`` carries (the
+latest ones; earlier text is replaced by ``…``)."""
 
 
 @dataclass
@@ -94,30 +108,114 @@ class _McpServers:
 
 
 def _update(event: ProgressEvent) -> SessionUpdate | None:
-    data = event.data or {}
-    if event.kind == "text":
-        return acp.AgentMessageChunkSessionUpdate(content=acp.TextContentBlock(text=event.text))
-    if event.kind == "thought":
-        return acp.AgentThoughtChunkSessionUpdate(content=acp.TextContentBlock(text=event.text))
-    call_id = data.get("id")
-    if not isinstance(call_id, str):
-        return None
-    if event.kind == "tool_call":
-        return acp.ToolCallSessionUpdate(
-            tool_call_id=call_id,
-            title=event.text,
-            kind="other",
-            status="in_progress",
-            raw_input=data.get("arguments"),
-        )
-    content = data.get("content")
-    update = acp.ToolCallUpdateSessionUpdate(
-        tool_call_id=call_id, status="failed" if data.get("is_error") else "completed"
-    )
-    if isinstance(content, str):
-        block = acp.TextContentBlock(text=content)
-        update.content = [acp.ContentToolCallContent(content=block)]
-    return update
+    """The ACP update of one of the turn's own progress events (usage and other: none)."""
+    match event.kind:
+        case "text":
+            return acp.AgentMessageChunkSessionUpdate(
+                content=acp.TextContentBlock(text=event.text)
+            )
+        case "thought":
+            return acp.AgentThoughtChunkSessionUpdate(
+                content=acp.TextContentBlock(text=event.text)
+            )
+        case "tool_call":
+            return acp.ToolCallSessionUpdate(
+                tool_call_id=event.id,
+                title=event.title,
+                kind=event.tool_kind,
+                status=event.status,
+                raw_input=event.input,
+            )
+        case "tool_result":
+            return acp.ToolCallUpdateSessionUpdate(
+                tool_call_id=event.id, status=event.status, content=_text_content(event.output)
+            )
+        case "plan":
+            entries = [
+                acp.PlanEntry(content=entry.content, priority="medium", status=entry.status)
+                for entry in event.entries
+            ]
+            return acp.PlanSessionUpdate(entries=entries)
+        case "usage" | "other" | "child":
+            return None
+
+
+def _text_content(text: str) -> list[acp.ToolCallContent]:
+    return [acp.ContentToolCallContent(content=acp.TextContentBlock(text=text))]
+
+
+@final
+class _TurnUpdates:
+    """The updates of one prompt turn, in order, for one sending task.
+
+    :meth:`push` never blocks. The turn's own updates queue as they come (a turn has a
+    handful per model step). A child's text is coalesced: it accumulates per delegation (the
+    last :data:`CHILD_TEXT_LIMIT` characters) and at most one update per delegation waits in
+    the queue, carrying the text as it stands when it is sent; once the delegation's result
+    is queued, later child text is dropped (it must not replace the result's content).
+    """
+
+    def __init__(self) -> None:
+        self._queue: deque[SessionUpdate | str] = deque()  # str: a delegation's text is due
+        self._child_text: dict[str, str] = {}
+        self._cut: set[str] = set()
+        self._due: set[str] = set()
+        self._ended: set[str] = set()
+        self._wakeup: anyio.Event | None = None
+        self._closed = False
+
+    def push(self, event: ProgressEvent) -> None:
+        if event.kind == "child":
+            self._child(event.tool_call_id, event.event)
+            return
+        if event.kind == "tool_result":
+            self._ended.add(event.id)
+        update = _update(event)
+        if update is not None:
+            self._queue.append(update)
+            self._wake()
+
+    def _child(self, call_id: str, event: ProgressEvent) -> None:
+        if event.kind != "text" or not event.text or call_id in self._ended:
+            return
+        text = self._child_text.get(call_id, "") + event.text
+        if len(text) > CHILD_TEXT_LIMIT:
+            text = text[-CHILD_TEXT_LIMIT:]
+            self._cut.add(call_id)
+        self._child_text[call_id] = text
+        if call_id not in self._due:
+            self._due.add(call_id)
+            self._queue.append(call_id)
+            self._wake()
+
+    def close(self) -> None:
+        self._closed = True
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._wakeup is not None:
+            self._wakeup.set()
+            self._wakeup = None
+
+    async def send_all(self, turn: AgentTurn) -> None:
+        """Send the updates as they come, until :meth:`close` and the queue is empty."""
+        while True:
+            if self._queue:
+                item = self._queue.popleft()
+                if isinstance(item, str):
+                    self._due.discard(item)
+                    text = self._child_text[item]
+                    if item in self._cut:
+                        text = "…" + text
+                    item = acp.ToolCallUpdateSessionUpdate(
+                        tool_call_id=item, status="in_progress", content=_text_content(text)
+                    )
+                await turn.send_update(item)
+            elif self._closed:
+                return
+            else:
+                self._wakeup = anyio.Event()
+                await self._wakeup.wait()
 
 
 @final
@@ -293,19 +391,9 @@ class RuntimeAgent(Agent):
         signal = CancelSignal()
         self._running[params.session_id] = signal
         outcome: TurnOutcome | None = None
-        # Unbounded: progress is pushed synchronously by the loop; the buffer holds at most
-        # one turn's updates, and all of them are sent before the prompt is answered.
-        send, receive = anyio.create_memory_object_stream["SessionUpdate"](math.inf)
-
-        def progress(event: ProgressEvent) -> None:
-            update = _update(event)
-            if update is not None:
-                send.send_nowait(update)
-
-        async def forward() -> None:
-            async with receive:
-                async for update in receive:
-                    await turn.send_update(update)
+        # Pushed synchronously by the loop, never blocking it (see _TurnUpdates); every update
+        # is sent before the prompt is answered.
+        updates = _TurnUpdates()
 
         async def watch_cancel() -> None:
             await turn.wait_cancelled()
@@ -313,11 +401,13 @@ class RuntimeAgent(Agent):
 
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(forward)
+                tg.start_soon(updates.send_all, turn)
                 async with anyio.create_task_group() as inner:
                     inner.start_soon(watch_cancel)
-                    with send:
-                        outcome = await agent.run(text, cancel=signal, on_progress=progress)
+                    try:
+                        outcome = await agent.run(text, cancel=signal, on_progress=updates.push)
+                    finally:
+                        updates.close()
                     inner.cancel_scope.cancel()
         finally:
             self._running.pop(params.session_id, None)

@@ -8,14 +8,17 @@ from .tasks import TaskLimitError as TaskLimitError
 from .tasks import TaskRuntime as TaskRuntime
 from .tasks import TaskState as TaskState
 from .tasks import task_tools as task_tools
+from .tools import ProgressReportingTool as ProgressReportingTool
 from .tools import Tool as Tool
 from .tools import ToolError as ToolError
+from .tools import ToolProgressCallback as ToolProgressCallback
 from .tools import ToolRegistry as ToolRegistry
 from .tools import ToolResult as ToolResult
 from .tools import ToolSpec as ToolSpec
 
 __all__ = (
     "SUBAGENT_INPUT_SCHEMA",
+    "ProgressReportingTool",
     "SubagentTool",
     "TaskInfo",
     "TaskLimitError",
@@ -23,6 +26,7 @@ __all__ = (
     "TaskState",
     "Tool",
     "ToolError",
+    "ToolProgressCallback",
     "ToolRegistry",
     "ToolResult",
     "ToolSpec",

@@ -20,6 +20,22 @@ log stays balanced, which is what a fork's seed relies on.
 Tool failures never end the turn: an exception becomes an error result the model sees (the
 one place where tool exceptions turn into results). Model failures (``LlmError``) end it
 ``failed`` with the adapter's message.
+
+Progress (``on_progress``, synchronous: it must not block) speaks the run contract's
+vocabulary: streamed model text -> :class:`~subagents.providers.contract.TextProgress`; each
+tool call -> a ``ToolCallProgress`` (the call's id, the tool's name as title, its arguments
+as input) and its result -> a ``ToolResultProgress`` with the same id; the turn's token
+counts so far after each model call -> ``UsageProgress``.
+
+A tool's own progress reaches it through an explicit, optional channel: a tool that can
+report progress implements :class:`~subagents.harness.tools.ProgressReportingTool`
+(``execute_with_progress(arguments, cancel=..., on_progress=...)``, detected by the method's
+presence, the way a continuable provider is). When someone listens, the loop calls it with a
+callback that relays each event as ``ChildProgress(tool_call_id=<the call's id>, event=...)``;
+every other tool (and every tool when nobody listens) runs through plain ``execute``. So
+existing tools keep their signature, nothing is inferred from a signature, and a child's
+events never mix with the turn's own (its text is not the parent's text). The subagent tool
+relays its child's events this way while the child runs.
 """
 
 from __future__ import annotations
@@ -30,16 +46,34 @@ from dataclasses import dataclass, field
 from typing import Final, final
 
 from ..protocol.jsonrpc import JsonValue
-from ..providers.contract import CancelSignal, ProgressEvent
+from ..providers.contract import (
+    CancelSignal,
+    ChildProgress,
+    ProgressEvent,
+    TextProgress,
+    ToolCallProgress,
+    ToolResultProgress,
+    UsageProgress,
+)
 from .llm.types import LlmAdapter, LlmCancelled, LlmError, ModelRequest, ToolCall
 from .session import Session, SessionEvent, TurnStatus
-from .tools import ToolError, ToolRegistry, ToolResult
+from .tools import ProgressReportingTool, ToolError, ToolRegistry, ToolResult
 
 __all__ = ("DEFAULT_MAX_STEPS", "AgentLoop", "ProgressCallback", "TurnOutcome")
 
 DEFAULT_MAX_STEPS: Final = 32
 
 ProgressCallback = Callable[[ProgressEvent], None]
+
+
+def _usage_progress(usage: Mapping[str, int]) -> UsageProgress:
+    """The turn's token counts so far (the adapters' ``input_tokens`` / ``output_tokens``)."""
+    inputs = usage.get("input_tokens")
+    outputs = usage.get("output_tokens")
+    total = inputs + outputs if inputs is not None and outputs is not None else None
+    return UsageProgress(
+        input_tokens=inputs, output_tokens=outputs, total_tokens=total, data=dict(usage)
+    )
 
 
 @final
@@ -162,7 +196,7 @@ class _Turn:
                 response = await loop.adapter.complete(
                     request,
                     cancel=self.cancel,
-                    on_text=lambda text: self._progress(ProgressEvent("text", text)),
+                    on_text=lambda text: self._progress(TextProgress(text)),
                 )
             except LlmCancelled:
                 return self._cancelled()
@@ -170,6 +204,8 @@ class _Turn:
                 return self._end("failed", message=f"the model call failed: {exc.message}")
             for name, count in response.usage.items():
                 self.usage[name] = self.usage.get(name, 0) + count
+            if response.usage:
+                self._progress(_usage_progress(self.usage))
             self.session.append(SessionEvent("assistant", response.text))
             for call in response.tool_calls:
                 self.session.append(SessionEvent("tool_call", call=call))
@@ -187,24 +223,28 @@ class _Turn:
                         "tool_result", result.content, call_id=call.id, is_error=result.is_error
                     )
                 )
-                data: dict[str, JsonValue] = {
-                    "id": call.id,
-                    "is_error": result.is_error,
-                    "content": result.content,
-                }
-                self._progress(ProgressEvent("other", f"tool_result {call.name}", data))
+                status = "failed" if result.is_error else "completed"
+                self._progress(ToolResultProgress(call.id, status, result.content))
             if self.cancel.cancelled:
                 return self._cancelled()
         return self._end("failed", message=f"the step limit ({loop.max_steps}) was reached")
 
     async def _call(self, call: ToolCall) -> ToolResult:
-        data: dict[str, JsonValue] = {"id": call.id, "arguments": dict(call.arguments)}
-        self._progress(ProgressEvent("tool_call", call.name, data))
+        arguments: dict[str, JsonValue] = dict(call.arguments)
+        self._progress(ToolCallProgress(call.id, call.name, "other", "in_progress", arguments))
         try:
             tool = self.loop.tools.get(call.name)
         except ToolError as exc:
             return ToolResult.error(str(exc))
         try:
+            if self.on_progress is not None and isinstance(tool, ProgressReportingTool):
+
+                def relay(event: ProgressEvent) -> None:
+                    self._progress(ChildProgress(call.id, event))
+
+                return await tool.execute_with_progress(
+                    call.arguments, cancel=self.cancel, on_progress=relay
+                )
             return await tool.execute(call.arguments, cancel=self.cancel)
         except Exception as exc:  # a tool's failure is the model's to see, not the turn's end
             return ToolResult.error(f"the tool {call.name!r} failed: {type(exc).__name__}: {exc}")

@@ -6,6 +6,15 @@ outcome that is not ``completed`` into an error result (never partial output pre
 success). When both the result and the disposal fail, both diagnostics survive. To expose two
 transports, register two tools bound to different providers under distinct names.
 
+Progress: called through ``execute_with_progress`` (it is a
+:class:`~subagents.harness.tools.ProgressReportingTool`), the tool reads the child's
+``run.progress()`` while awaiting its result and passes each event on at once to the
+callback; the agent loop relays them to its own listener as ``ChildProgress`` of the
+delegation's tool call. The child never waits for that: its feed is bounded (the oldest
+events are dropped when the parent lags) and the callback is synchronous. The events the
+child pushed before it settled are passed on before the tool returns (a feed that does not
+end when its run settles is read for at most :data:`PROGRESS_DRAIN` seconds more).
+
 The tool's description is the caller's, else the bound provider's ``tool_description``
 attribute when it has one (``ForkProvider`` says the child starts from this conversation),
 else :data:`DEFAULT_DESCRIPTION` (the child sees nothing but the prompt).
@@ -14,8 +23,11 @@ else :data:`DEFAULT_DESCRIPTION` (the child sees nothing but the prompt).
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from typing import Final, final
+
+import anyio
 
 from ..protocol.jsonrpc import JsonValue
 from ..providers.contract import (
@@ -23,11 +35,18 @@ from ..providers.contract import (
     SubagentError,
     SubagentOutcome,
     SubagentRequest,
+    SubagentRun,
 )
 from ..providers.service import SubagentService
-from .tools import ToolResult, ToolSpec
+from .tools import ToolProgressCallback, ToolResult, ToolSpec
 
-__all__ = ("DEFAULT_DESCRIPTION", "SUBAGENT_INPUT_SCHEMA", "SubagentTool")
+__all__ = ("DEFAULT_DESCRIPTION", "PROGRESS_DRAIN", "SUBAGENT_INPUT_SCHEMA", "SubagentTool")
+
+logger = logging.getLogger(__name__)
+
+PROGRESS_DRAIN: Final = 1.0
+"""Seconds the tool keeps reading a settled child's progress feed that has not ended (a
+conforming feed ends when its run settles, so this is only a bound)."""
 
 SUBAGENT_INPUT_SCHEMA: Final[Mapping[str, JsonValue]] = {
     "type": "object",
@@ -92,6 +111,24 @@ class SubagentTool:
     async def execute(
         self, arguments: Mapping[str, JsonValue], *, cancel: CancelSignal
     ) -> ToolResult:
+        return await self._delegate(arguments, cancel, None)
+
+    async def execute_with_progress(
+        self,
+        arguments: Mapping[str, JsonValue],
+        *,
+        cancel: CancelSignal,
+        on_progress: ToolProgressCallback,
+    ) -> ToolResult:
+        """``execute``, passing the child's progress events to ``on_progress`` while it runs."""
+        return await self._delegate(arguments, cancel, on_progress)
+
+    async def _delegate(
+        self,
+        arguments: Mapping[str, JsonValue],
+        cancel: CancelSignal,
+        on_progress: ToolProgressCallback | None,
+    ) -> ToolResult:
         description = arguments.get("description")
         prompt = arguments.get("prompt")
         extra = sorted(set(arguments) - {"description", "prompt"})
@@ -111,7 +148,7 @@ class SubagentTool:
         result_error: Exception | None = None
         dispose_error: Exception | None = None
         try:
-            outcome = await run.result()
+            outcome = await _result(run, on_progress)
         except Exception as exc:
             result_error = exc
         finally:
@@ -147,3 +184,38 @@ class SubagentTool:
         return ToolResult.error(
             f"subagent {outcome.child_id} {outcome.status}{kind}: {outcome.message}{note}", data
         )
+
+
+async def _result(run: SubagentRun, on_progress: ToolProgressCallback | None) -> SubagentOutcome:
+    """``run.result()``; meanwhile the run's progress events go to ``on_progress``."""
+    feed = run.progress() if on_progress is not None else None
+    if feed is None or on_progress is None:
+        return await run.result()
+    done = anyio.Event()
+    outcome: SubagentOutcome | None = None
+    failure: Exception | None = None
+
+    async def forward() -> None:
+        try:
+            async for event in feed:
+                try:
+                    on_progress(event)
+                except Exception:  # the listener's bug must not fail the delegation
+                    logger.exception("subagent %s: a progress listener failed", run.id)
+                    return
+        finally:
+            done.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(forward)
+        try:
+            outcome = await run.result()
+        except Exception as exc:  # raised as is below, not in an ExceptionGroup
+            failure = exc
+        with anyio.move_on_after(PROGRESS_DRAIN):
+            await done.wait()
+        tg.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
+    assert outcome is not None
+    return outcome

@@ -400,9 +400,11 @@ class ScriptedProvider:
         return conversation
 
     async def resume_continuable(
-        self, child_id: str, *, cancel: CancelSignal
+        self, remote_id: str, *, cancel: CancelSignal, child_id: str | None = None
     ) -> ScriptedConversation:
-        """Cold-resume a conversation this provider prepared (same child id, ``resumed``)."""
+        """Cold-resume a conversation this provider prepared (``remote_id``: its own id, which
+        it keeps; the service presents ``child_id``)."""
+        child_id = remote_id
         if cancel.cancelled:
             raise SubagentError(
                 SubagentErrorCode.CANCELLED,

@@ -106,6 +106,12 @@ class ProviderScenarios:
     """Blocks before publication until cancelled."""
     result_and_dispose_fail: SubagentRequest | None = None
     """Publishes; then its result fails and its disposal raises."""
+    crashing: SubagentRequest | None = None
+    """Publishes, then an unexpected exception is raised inside the run (a fault the scenario
+    injects: an adapter's bug, a full disk, a mapping that raises)."""
+    stubborn: SubagentRequest | None = None
+    """Publishes, then runs something that ignores cancellation for a while (longer than the
+    provider's polite dispose bound, shorter than ``timeout``)."""
     timeout: float = 5.0
     """Bound (seconds) on every wait of a check."""
     quiescence_grace: float = 0.0
@@ -712,6 +718,109 @@ async def _lifecycle_pair(c: _Check, factory: ProviderFactory) -> None:
                 ended[0].run_id == run.id and ended[0].outcome == outcome,
                 f"{label}: SubagentEnded {ended[0]!r} does not match run {run.id!r} / {outcome!r}",
             )
+
+
+@_check(
+    "an_unexpected_fault_inside_one_run_fails_only_that_run",
+    "An unexpected exception inside one run settles that run failed (infrastructure, the "
+    "exception kept as the cause) through result(), closes its lifecycle pair, and leaves "
+    "sibling runs and the provider working.",
+)
+async def _fault_isolation(c: _Check, factory: ProviderFactory) -> None:
+    request = c.scenarios.crashing
+    if request is None:
+        raise ProviderCheckSkipped("no crashing scenario: no fault can be injected into a run")
+    async with factory() as provider:
+        events: list[object] = []
+        service = _service_with(provider, events)
+        with c.bounded("start() of the crashing and the sibling requests"):
+            sibling = await service.start(provider.name, c.scenarios.good, cancel=CancelSignal())
+            crashing = await service.start(provider.name, request, cancel=CancelSignal())
+        crashed = await c.result(crashing)
+        c.expect(
+            crashed.status == "failed" and crashed.failure_kind == "infrastructure",
+            f"the crashing run settled {crashed!r}, not failed (infrastructure)",
+        )
+        c.expect(crashed.cause is not None, f"the crash's cause was not kept: {crashed!r}")
+        sibling_outcome = await c.result(sibling)
+        c.expect(
+            sibling_outcome.status == "completed",
+            f"the sibling of a crashing run settled {sibling_outcome!r}",
+        )
+        await c.dispose(crashing)
+        await c.dispose(sibling)
+        ended = [e for e in events if isinstance(e, SubagentEnded)]
+        c.expect(len(ended) == 2, f"expected two SubagentEnded events, got {events!r}")
+        after = await c.start(provider, c.scenarios.good, CancelSignal())
+        outcome = await c.result(after)
+        await c.dispose(after)
+        c.expect(outcome.status == "completed", f"after a crash, a new run settled {outcome!r}")
+
+
+@_check(
+    "child_ids_are_unique_and_the_services_ids_are_used",
+    "The service mints every child id, unique for its lifetime whatever the remote side "
+    "returns; lifecycle events and outcomes use the minted id.",
+)
+async def _unique_ids(c: _Check, factory: ProviderFactory) -> None:
+    async with factory() as provider:
+        runs: list[SubagentRun] = []
+
+        async def start() -> None:
+            runs.append(await c.start(provider, c.scenarios.good, CancelSignal()))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(start)
+            tg.start_soon(start)
+        for run in runs:
+            await c.result(run)
+            await c.dispose(run)
+        c.expect(runs[0].id != runs[1].id, f"two concurrent runs share the id {runs[0].id!r}")
+        events: list[object] = []
+        service = _service_with(provider, events)
+        tracked: list[SubagentRun] = []
+        for _ in range(2):
+            with c.bounded("start() through the service"):
+                tracked.append(
+                    await service.start(provider.name, c.scenarios.good, cancel=CancelSignal())
+                )
+        outcomes = [await c.result(run) for run in tracked]
+        for run in tracked:
+            await c.dispose(run)
+        ids = [run.id for run in tracked]
+        c.expect(len(set(ids)) == 2, f"the service handed out the same id twice: {ids!r}")
+        started = [e.run_id for e in events if isinstance(e, SubagentStarted)]
+        ended = [e.run_id for e in events if isinstance(e, SubagentEnded)]
+        c.expect(started == ids, f"SubagentStarted names {started!r}, the runs are {ids!r}")
+        c.expect(sorted(ended) == sorted(ids), f"SubagentEnded names {ended!r}, not {ids!r}")
+        c.expect(
+            [o.child_id for o in outcomes] == ids,
+            f"outcomes name {[o.child_id for o in outcomes]!r}, the runs are {ids!r}",
+        )
+
+
+@_check(
+    "dispose_never_returns_silently_with_the_child_running",
+    "When dispose() returns, nothing of the child runs: past the polite bound it escalates, "
+    "and if something still survives it raises SubagentError (DISPOSE_INCOMPLETE) naming it.",
+)
+async def _dispose_keeps_its_promise(c: _Check, factory: ProviderFactory) -> None:
+    request = c.scenarios.stubborn
+    if request is None:
+        raise ProviderCheckSkipped("no stubborn scenario: no child ignores cancellation")
+    async with factory() as provider:
+        baseline = _snapshot()
+        run = await c.start(provider, request, CancelSignal())
+        with c.bounded("dispose() of a child that ignores cancellation"):
+            try:
+                await run.dispose()
+            except SubagentError as exc:
+                c.expect(
+                    exc.code == SubagentErrorCode.DISPOSE_INCOMPLETE,
+                    f"dispose() raised {exc.code}, not DISPOSE_INCOMPLETE",
+                )
+                return
+        await c.expect_quiescent(baseline, "a dispose() that returned without an error")
 
 
 def provider_checks() -> tuple[ProviderCheck, ...]:

@@ -191,7 +191,21 @@ async def test_non_completed_outcomes_become_error_results(
     tool = SubagentTool(make(Provider("acp", {"outcome": outcome})), "acp")
     result = await tool.execute(ARGS, cancel=CancelSignal())
     assert result.is_error
-    assert result.content == expected
+    assert isinstance(result.data, dict)
+    child_id = result.data["childId"]
+    assert isinstance(child_id, str)
+    assert child_id.startswith("acp:")  # minted by the service, not the provider's "c"
+    assert result.content == expected.replace("subagent c ", f"subagent {child_id} ")
+
+
+async def test_a_non_completed_outcome_shows_the_partial_output() -> None:
+    """Issue 15, point 7: "the subagent tool's error result shows" the text the child
+    streamed before it ended; the result stays an error."""
+    outcome = SubagentOutcome.cancelled("c", "stopped by user", partial="half a plan")
+    tool = SubagentTool(make(Provider("acp", {"outcome": outcome})), "acp")
+    result = await tool.execute(ARGS, cancel=CancelSignal())
+    assert result.is_error
+    assert result.content.endswith("stopped by user\n\nWhat it wrote before it ended:\nhalf a plan")
 
 
 async def test_a_failed_start_is_an_error_result_naming_the_cause() -> None:

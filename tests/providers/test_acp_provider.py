@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,16 +19,20 @@ from subagents.providers import (
     ContinuationManager,
     SubagentError,
     SubagentErrorCode,
+    SubagentOutcome,
     SubagentRequest,
     SubagentService,
 )
+from subagents.providers import acp as acp_provider_module
 from subagents.providers.acp import AcpProvider
+from subagents.providers.progress import ProgressFeed
 from subagents.testing import (
     ProviderCheck,
     ProviderCheckSkipped,
     ProviderScenarios,
     provider_checks,
 )
+from subagents.transports.acp_client import ClientSession
 
 pytestmark = pytest.mark.anyio
 
@@ -51,7 +56,46 @@ def reference() -> AcpProvider:
 SILENT = [sys.executable, "-c", "import time; time.sleep(60)"]
 """An agent that never answers initialize: a start that can be caught midway."""
 
-OTHER_PROVIDER: dict[str, tuple[Callable[[], AcpProvider], ProviderScenarios]] = {
+STUBBORN = [sys.executable, str(Path(__file__).parents[1] / "commands" / "stubborn_agent.py")]
+"""An agent that ignores session/cancel and its stdin's end (only a signal stops it)."""
+
+
+@asynccontextmanager
+async def faulty_reference() -> AsyncGenerator[AcpProvider, None]:
+    """The reference agent, with a fault injected into the provider's own turn mapping: the
+    prompt ``echo fault`` makes it raise a plain RuntimeError mid-turn (a mapping bug)."""
+    real = acp_provider_module.run_turn
+
+    async def run_turn(
+        session: ClientSession,
+        child_id: str,
+        prompt: str,
+        cancel: CancelSignal,
+        feed: ProgressFeed | None = None,
+    ) -> SubagentOutcome:
+        if prompt == "echo fault":
+            raise RuntimeError("a bug in the event mapping")
+        return await real(session, child_id, prompt, cancel, feed)
+
+    acp_provider_module.run_turn = run_turn
+    try:
+        async with reference() as provider:
+            yield provider
+    finally:
+        acp_provider_module.run_turn = real
+
+
+OTHER_PROVIDER: dict[
+    str, tuple[Callable[[], AbstractAsyncContextManager[AcpProvider]], ProviderScenarios]
+] = {
+    "an_unexpected_fault_inside_one_run_fails_only_that_run": (
+        faulty_reference,
+        replace(SCENARIOS, crashing=SubagentRequest("echo fault")),
+    ),
+    "dispose_never_returns_silently_with_the_child_running": (
+        lambda: AcpProvider(STUBBORN, name="acp", dispose_timeout=1.0),
+        replace(SCENARIOS, stubborn=SubagentRequest("hi")),
+    ),
     # The kit's scenarios are requests; an ACP start fails or hangs because of the command,
     # so these two rules run with a provider whose command does that.
     "failure_before_publication_raises_and_leaves_nothing": (
@@ -142,9 +186,11 @@ async def test_a_continuable_acp_child_hears_later_messages_and_resumes_cold(
                 await children.release(child.id)  # the agent process exits
                 third = await children.deliver(child.id, "echo third")  # a new process loads it
                 child_id = child.id
+                session_id = children.known()[child_id].remote_id
     assert second.output == "echo second"
     assert third.output == "echo third"
-    session_id = child_id.removeprefix("acp:")
+    assert child_id.startswith("acp:")
+    assert session_id != child_id.removeprefix("acp:")  # the minted id is not the session's
     saved = json.loads((sessions / f"{session_id}.json").read_text())
     assert [text for role, text in saved["history"] if role == "user"] == [
         "echo first",

@@ -149,6 +149,7 @@ async def test_a_resume_only_agent_is_resumed_cold_through_session_resume(
                 third = await children.deliver(child.id, "echo third")  # a new process
                 history = await children.deliver(child.id, "history")
                 child_id = child.id
+                session_id = children.known()[child_id].remote_id
     assert second.output == "echo second"
     assert third.output == "echo third"
     # The new process holds the whole conversation, the turns of the first one included.
@@ -158,7 +159,8 @@ async def test_a_resume_only_agent_is_resumed_cold_through_session_resume(
     assert [method for _, method in setups] == ["session/new", "session/resume"]
     assert setups[0][0] != setups[1][0]  # two processes: the resume was cold
 
-    session_id = child_id.removeprefix("acp:")
+    assert child_id.startswith("acp:")
+    assert session_id != child_id.removeprefix("acp:")  # the minted id is not the session's
     saved = json.loads((sessions / f"{session_id}.json").read_text(encoding="utf-8"))
     assert [text for role, text in saved["history"] if role == "user"] == [
         "echo first",

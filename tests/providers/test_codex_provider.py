@@ -20,6 +20,9 @@ import pytest
 from subagents.providers import (
     CancelSignal,
     ContinuableProvider,
+    OtherProgress,
+    PlanEntry,
+    PlanProgress,
     ProgressEvent,
     SubagentCapabilities,
     SubagentError,
@@ -236,6 +239,9 @@ async def test_a_completed_turn_streams_text_progress_and_reports_usage(tmp_path
     texts = [e.text for e in events if e.kind == "text"]
     assert "".join(texts) == FAKE_REPLY
     assert len(texts) == 3
+    usage = [e for e in events if e.kind == "usage"]
+    assert usage
+    assert usage[-1].total_tokens == 15
 
 
 async def test_the_final_answer_phase_is_the_output(tmp_path: Path) -> None:
@@ -250,31 +256,31 @@ async def test_reasoning_is_thought_progress_and_the_plan_is_plan_progress(
 ) -> None:
     """Issue 6: "live progress from the item events": reasoning summary and raw deltas are
     `thought` progress naming their item (a reasoning item completed without deltas gives its
-    summary once; a streamed one is not repeated), turn/plan/updated and item/plan/delta are
-    `plan` progress (the steps as text and data); the output is unaffected."""
+    summary once; a streamed one is not repeated); issue 15, point 8: turn/plan/updated is
+    `plan` progress in the one vocabulary (entries with content and status, `inProgress`
+    as `in_progress`), and item/plan/delta (experimental upstream) is `other`; the output is
+    unaffected."""
     async with CodexProvider(fake(), cwd=tmp_path) as provider:
         outcome, events = await outcome_of(provider, SubagentRequest("think"))
-    thoughts = [(e.text, e.data) for e in events if e.kind == "thought"]
+    thoughts = [(e.text, e.message_id) for e in events if e.kind == "thought"]
     assert thoughts == [
-        ("Weighing ", {"item_id": "rs-1", "part": "summary", "index": 0}),
-        ("the options.", {"item_id": "rs-1", "part": "summary", "index": 0}),
-        ("raw chain", {"item_id": "rs-1", "part": "text", "index": 0}),
-        ("Decided quietly.", {"item_id": "rs-2"}),
+        ("Weighing ", "rs-1"),
+        ("the options.", "rs-1"),
+        ("raw chain", "rs-1"),
+        ("Decided quietly.", "rs-2"),
     ]
     plans = [e for e in events if e.kind == "plan"]
-    assert [e.text for e in plans] == [
-        "Two steps.\n[completed] Read the question\n[inProgress] Answer it",
-        "1. Answer it",
-        "[completed] Read the question\n[completed] Answer it",
+    assert plans == [
+        PlanProgress(
+            (PlanEntry("Read the question", "completed"), PlanEntry("Answer it", "in_progress")),
+            "Two steps.",
+        ),
+        PlanProgress(
+            (PlanEntry("Read the question", "completed"), PlanEntry("Answer it", "completed"))
+        ),
     ]
-    assert plans[0].data == {
-        "explanation": "Two steps.",
-        "plan": [
-            {"step": "Read the question", "status": "completed"},
-            {"step": "Answer it", "status": "inProgress"},
-        ],
-    }
-    assert plans[1].data == {"item_id": "plan-1"}
+    others = [e for e in events if e.kind == "other"]
+    assert others == [OtherProgress("1. Answer it", {"type": "plan_delta", "item_id": "plan-1"})]
     assert outcome.status == "completed"
     assert outcome.output == FAKE_REPLY
     assert "".join(e.text for e in events if e.kind == "text") == FAKE_REPLY
@@ -289,7 +295,7 @@ async def test_interleaved_messages_stream_by_item_and_the_output_is_the_final_a
     concatenation."""
     async with CodexProvider(fake(), cwd=tmp_path) as provider:
         outcome, events = await outcome_of(provider, SubagentRequest("interleave"))
-    texts = [(e.data and e.data["item_id"], e.text) for e in events if e.kind == "text"]
+    texts = [(e.message_id, e.text) for e in events if e.kind == "text"]
     assert texts == [
         ("msg-a", "Looking "),
         ("msg-b", "The answer "),
@@ -304,24 +310,38 @@ async def test_interleaved_messages_stream_by_item_and_the_output_is_the_final_a
 async def test_approvals_are_answered_by_the_policy_and_commands_are_progress(
     tmp_path: Path, accept: bool, decision: str
 ) -> None:
-    """Default decline; a command execution shows up as tool_call progress (started,
-    completed)."""
+    """Default decline; issue 15, point 8: a command execution is a tool call when started
+    (kind `execute`, the command as title and input) and its tool result, with the same id,
+    when completed (`failed` when declined)."""
     options = {"approval_policy": accept_policy} if accept else {}
     async with CodexProvider(fake(), cwd=tmp_path, **options) as provider:  # type: ignore[arg-type]
         outcome, events = await outcome_of(provider, SubagentRequest("approve"))
     assert outcome.output == f"decision: {decision}"
-    calls = [e for e in events if e.kind == "tool_call"]
-    assert [e.text for e in calls] == ["/bin/bash -lc 'echo hi'"] * 2
-    assert [e.data and e.data["event"] for e in calls] == ["started", "completed"]
-    assert calls[1].data is not None
-    assert calls[1].data["status"] == ("completed" if accept else "declined")
+    [call] = [e for e in events if e.kind == "tool_call"]
+    [result] = [e for e in events if e.kind == "tool_result"]
+    assert (call.title, call.tool_kind, call.status) == (
+        "/bin/bash -lc 'echo hi'",
+        "execute",
+        "in_progress",
+    )
+    assert isinstance(call.input, dict)
+    assert call.input["command"] == "/bin/bash -lc 'echo hi'"
+    assert result.id == call.id
+    assert events.index(result) > events.index(call)
+    assert result.status == ("completed" if accept else "failed")
+    if not accept:
+        assert result.output == "declined"
 
 
 async def test_a_file_change_is_tool_call_progress(tmp_path: Path) -> None:
+    """Issue 15, point 8: a file change is a tool call (kind `edit`, `edit PATHS`) and its
+    tool result with the same id (declined by the default policy: `failed`)."""
     async with CodexProvider(fake(), cwd=tmp_path) as provider:
         _, events = await outcome_of(provider, SubagentRequest("patch"))
-    calls = [e for e in events if e.kind == "tool_call"]
-    assert [e.text for e in calls] == ["edit /tmp/a.txt"] * 2
+    [call] = [e for e in events if e.kind == "tool_call"]
+    [result] = [e for e in events if e.kind == "tool_result"]
+    assert (call.title, call.tool_kind) == ("edit /tmp/a.txt", "edit")
+    assert (result.id, result.status, result.output) == (call.id, "failed", "declined")
 
 
 async def test_a_failed_turn_keeps_the_upstream_message(tmp_path: Path) -> None:

@@ -10,13 +10,13 @@ import pytest
 from subagents.providers import (
     CancelSignal,
     ContinuableProvider,
-    ProgressEvent,
     SubagentCapabilities,
     SubagentError,
     SubagentErrorCode,
     SubagentProvider,
     SubagentRequest,
     SubagentRun,
+    TextProgress,
 )
 from subagents.providers.scripted import Script, ScriptedProvider
 from subagents.testing import (
@@ -31,7 +31,7 @@ from subagents.testing import (
 pytestmark = pytest.mark.anyio
 
 SCRIPTS = {
-    "echo hi": Script(output="hi", progress=(ProgressEvent("text", "hi"),)),
+    "echo hi": Script(output="hi", progress=(TextProgress("hi"),)),
     "slow": Script(turn_hangs=True),
     "fail": Script(fail_kind="turn", fail_message="the turn failed"),
     "refuse": Script(start_error="the agent refused to start"),
@@ -123,13 +123,13 @@ async def test_turn_that_raises_settles_as_infrastructure_failure() -> None:
 
 async def test_progress_drops_the_oldest_events_when_nobody_reads() -> None:
     """ "dispose() cancels remaining work" — and the child never blocks on its progress."""
-    events = tuple(ProgressEvent("text", str(i)) for i in range(10))
+    events = tuple(TextProgress(str(i)) for i in range(10))
     async with ScriptedProvider({"p": Script(progress=events)}, progress_capacity=3) as provider:
         run = await provider.start(SubagentRequest("p"), cancel=CancelSignal())
         with anyio.fail_after(5):
             outcome = await run.result()
         assert outcome.status == "completed"
-        assert [event.text async for event in run.progress()] == ["7", "8", "9"]
+        assert [event async for event in run.progress()] == [TextProgress(t) for t in "789"]
         assert run.progress_dropped == 7
         await run.dispose()
 

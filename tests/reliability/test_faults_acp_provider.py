@@ -52,6 +52,8 @@ async def settle(
         feed = run.progress()
         assert feed is not None
         async for event in feed:
+            if event.kind != "text":
+                continue
             texts.append(event.text)
             if cancel_after_chunks is not None and len(texts) == cancel_after_chunks:
                 signal.cancel("enough")

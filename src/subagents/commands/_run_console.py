@@ -1,13 +1,15 @@
 """What ``subagents run`` shows: live text, one-line status notes, the outcome; or JSON lines.
 
 Human mode: the child's text goes to stdout as it arrives (flushed per chunk, byte for byte:
-nothing is added to it); everything else is a note on stderr (``  · tool: ...``). When stdout
+nothing is added to it); everything else is a note on stderr (``  · tool: ...``; a delegated
+child's tool calls ``  · ↳ tool: ...``, its text is not shown). When stdout
 and stderr share a screen, a note must not land in the middle of a line of text, so a note
 written while the text's line is open starts with a newline (on stderr: stdout stays exactly
 the child's text). Consecutive thought chunks share one ``  · thought: ...`` line.
 
 JSON mode (``--json``): one object per line on stdout and nothing else there; notes still go
-to stderr.
+to stderr. A progress line is ``{"event": "progress", "kind", "text", "data"}``
+(:func:`~subagents.providers.progress.progress_json`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Final, TextIO, final
 
 from ..protocol.jsonrpc import JsonValue
 from ..providers.contract import ProgressEvent, SubagentOutcome
+from ..providers.progress import describe, progress_json
 
 __all__ = ("Console", "format_seconds")
 
@@ -35,16 +38,6 @@ def _one_line(text: str, width: int = _NOTE_WIDTH) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
-def _status_of(data: Mapping[str, JsonValue] | None) -> str | None:
-    if not data:
-        return None
-    for key in ("status", "phase"):
-        value = data.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
-
-
 @final
 class Console:
     """Renders one run on ``out`` (stdout) and ``err`` (stderr)."""
@@ -56,6 +49,7 @@ class Console:
         self._text_open = False  # stdout's last text did not end a line
         self._thought_open = False  # a thought line is open on stderr
         self._last_note: str | None = None  # the note just written (repeats are dropped)
+        self._titles: dict[str, str] = {}  # tool call ids -> titles, for their results
 
     # -- JSON ----------------------------------------------------------------------------------
 
@@ -107,47 +101,76 @@ class Console:
 
     def progress(self, event: ProgressEvent) -> None:
         if self.json_mode:
-            data = dict(event.data) if event.data is not None else None
-            self.event({"event": "progress", "kind": event.kind, "text": event.text, "data": data})
+            self.event({"event": "progress", **progress_json(event)})
             return
-        if event.kind == "text":
-            if not event.text:
-                return
-            self._close_thought()
-            self._last_note = None
-            self.err.flush()
-            self.out.write(event.text)
-            self.out.flush()
-            self._text_open = not event.text.endswith("\n")
+        match event.kind:
+            case "text":
+                self._text(event.text)
+            case "thought":
+                self._thought(event.text)
+            case "tool_call":
+                self._titles[event.id] = event.title
+                self.note(f"tool: {event.title} [{event.status}]")
+            case "tool_result":
+                title = self._titles.get(event.id, event.id)
+                self.note(f"tool: {title} [{event.status}]")
+            case "plan":
+                self.note(f"plan: {describe(event)}")
+            case "other":
+                if event.text:
+                    self.note(event.text)
+            case "child":
+                self._child(event.event)
+            case "usage":
+                pass
+
+    def _child(self, event: ProgressEvent) -> None:
+        """A delegated child's event: its tool calls, results and plans as notes (``↳``);
+        its text and thoughts stay off (stdout is this run's own text)."""
+        while event.kind == "child":
+            event = event.event
+        match event.kind:
+            case "tool_call":
+                self.note(f"↳ tool: {event.title} [{event.status}]")
+            case "tool_result":
+                self.note(f"↳ tool: {event.id} [{event.status}]")
+            case "plan":
+                self.note(f"↳ plan: {describe(event)}")
+            case "other":
+                if event.text:
+                    self.note(f"↳ {event.text}")
+            case "text" | "thought" | "usage":
+                pass
+
+    def _text(self, text: str) -> None:
+        if not text:
             return
-        if event.kind == "thought":
-            text = event.text.replace("\r", " ").replace("\n", " ")
-            if not text.strip():
-                return
-            if self._thought_open:
-                self.err.write(text)
-            else:
-                text = text.lstrip()
-                self._fresh_line()
-                self.err.write(f"  · thought: {text}")
-                self._thought_open = True
-            self.err.flush()
+        self._close_thought()
+        self._last_note = None
+        self.err.flush()
+        self.out.write(text)
+        self.out.flush()
+        self._text_open = not text.endswith("\n")
+
+    def _thought(self, text: str) -> None:
+        text = text.replace("\r", " ").replace("\n", " ")
+        if not text.strip():
             return
-        status = _status_of(event.data)
-        suffix = f" [{status}]" if status else ""
-        if event.kind == "tool_call":
-            self.note(f"tool: {event.text}{suffix}")
-        elif event.kind == "plan":
-            self.note(f"plan: {event.text}{suffix}")
-        elif event.text:
-            self.note(f"{event.text}{suffix}")
+        if self._thought_open:
+            self.err.write(text)
+        else:
+            text = text.lstrip()
+            self._fresh_line()
+            self.err.write(f"  · thought: {text}")
+            self._thought_open = True
+        self.err.flush()
 
     def progress_text(self, output: JsonValue) -> None:
         """A result that came with no live text: shown once at the end (human mode)."""
         if self.json_mode:
             return
         text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
-        self.progress(ProgressEvent("text", text))
+        self._text(text)
 
     # -- the end -------------------------------------------------------------------------------
 

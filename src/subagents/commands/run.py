@@ -6,6 +6,18 @@ streams to stdout as it arrives; tool calls, plans and thoughts are one-line not
 the outcome ends it (``[completed in 1.2 s]``). ``--json`` prints one JSON object per line
 instead (``started``, ``progress``, ``permission``, ``outcome``, or ``error``).
 
+``--json`` progress lines (stable): ``{"event": "progress", "kind": K, "text": T, "data":
+D}``, one per event of the progress vocabulary. ``kind`` is ``text``, ``thought``,
+``tool_call``, ``tool_result``, ``plan``, ``usage``, ``other`` or ``child``; ``text`` is the
+event for people (a text or thought chunk as is, a tool call's title, a tool result's output
+excerpt, the plan's ``[status] entry`` lines); ``data`` by kind: ``{"message_id"}`` or
+``null`` (text, thought), ``{"id", "title", "tool_kind", "status", "input"}`` (tool_call),
+``{"id", "status", "output"}`` (tool_result), ``{"entries": [{"content", "status"}],
+"explanation"}`` (plan), ``{"input_tokens", "output_tokens", "total_tokens", "context_used",
+"context_size", "cost_usd", "reported"}`` (usage), the event's data (other), and
+``{"tool_call_id", "event"}`` (child: a delegated child's event, in this same format, under
+the tool call that runs it).
+
 Permissions: ``--yes`` allows every request, ``--deny`` denies them all; otherwise the
 entry's ``permission``, where ``ask`` asks on the terminal (and denies when there is none).
 

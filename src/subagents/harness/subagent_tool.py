@@ -181,8 +181,11 @@ class SubagentTool:
             text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
             return ToolResult(text, data=data)
         kind = f" ({outcome.failure_kind})" if outcome.failure_kind else ""
+        partial = outcome.partial_output
+        shown = f"\n\nWhat it wrote before it ended:\n{partial}" if partial else ""
         return ToolResult.error(
-            f"subagent {outcome.child_id} {outcome.status}{kind}: {outcome.message}{note}", data
+            f"subagent {outcome.child_id} {outcome.status}{kind}: {outcome.message}{note}{shown}",
+            data,
         )
 
 

@@ -158,13 +158,16 @@ def _tool_call(item: codex.CommandExecutionItem | codex.FileChangeItem) -> ToolC
 
 def _tool_result(item: codex.CommandExecutionItem | codex.FileChangeItem) -> ToolResultProgress:
     """``completed`` -> completed; ``failed`` or ``declined`` -> failed. The output: a
-    command's aggregated output, a file change's diffs (else its paths); the status when
-    there is none."""
+    command's aggregated output, an applied file change's diffs (else its paths); the status
+    when there is none (``declined``)."""
+    done = item.status == "completed"
     if isinstance(item, codex.CommandExecutionItem):
         output = item.aggregated_output or ""
-    else:
+    elif done:
         output = "\n".join(change.diff or change.path for change in item.changes)
-    if item.status == "completed":
+    else:
+        output = ""
+    if done:
         return ToolResultProgress(item.id, "completed", output)
     return ToolResultProgress(item.id, "failed", output or item.status)
 

@@ -250,11 +250,15 @@ async def test_a_tool_call_is_refused_when_the_policy_denies_it(setup: Setup) ->
 
 async def test_the_provider_reports_tool_calls_as_progress(setup: Setup) -> None:
     """Issue 7 / provider: a tool_use is ``tool_call`` progress; without a permission policy
-    the default denies it (the command never runs)."""
+    the default denies it (the command never runs). Issue 15, point 8: its tool_result is a
+    ``tool_result`` (``failed``) with the same id."""
     async with setup.provider() as provider:
         outcome, events = await outcome_of(provider, SubagentRequest("Use a tool."))
     assert outcome.status == "completed", outcome.message
-    assert [e.text for e in events if e.kind == "tool_call"] == ["Bash"]
+    calls = [e for e in events if e.kind == "tool_call"]
+    assert [e.title for e in calls] == ["Bash"]
+    results = [e for e in events if e.kind == "tool_result"]
+    assert [(e.id, e.status) for e in results] == [(calls[0].id, "failed")]
     assert not (setup.work / TOOL_MARKER_FILE).exists()
     assert str(outcome.output).startswith(TOOL_RESULT_PREFIX)
 

@@ -27,7 +27,7 @@ from subagents.providers import (
     SubagentProvider,
     SubagentRequest,
 )
-from subagents.providers.claude_code import ClaudeCodeProvider
+from subagents.providers.claude_code import ClaudeCodeProvider, ClaudeCodeRun
 from subagents.testing import (
     ProviderCheck,
     ProviderCheckSkipped,
@@ -42,6 +42,8 @@ from subagents.testing.fake_models.anthropic_messages import (
     claude_env,
 )
 from subagents.transports.claude_code import ClaudeOptions
+
+from ._faults import crashing, with_faults
 
 pytestmark = pytest.mark.anyio
 
@@ -128,7 +130,10 @@ async def test_the_claude_code_provider_passes_the_kit_on_the_fake_cli(
         )
         scenarios = replace(scenarios, slow_start=SubagentRequest("hi"))
     else:
-        factory = factory_of(lambda: provider(tmp_path))
+        factory = with_faults(ClaudeCodeRun, factory_of(lambda: provider(tmp_path)))
+        scenarios = replace(
+            scenarios, crashing=crashing(scenarios.good.prompt), stubborn=scenarios.slow
+        )
     try:
         await check.run(factory, scenarios)
     except ProviderCheckSkipped as skip:
@@ -179,7 +184,12 @@ async def test_the_claude_code_provider_passes_the_kit_on_the_real_cli(
             )
             scenarios = replace(scenarios, slow_start=SubagentRequest("hi"))
         else:
-            factory = factory_of(real)
+            factory = with_faults(ClaudeCodeRun, factory_of(real))
+            # A slow turn stands for the stubborn child: the CLI honours interrupt and its
+            # stdin's end, so this proves dispose() returns only with nothing left running.
+            scenarios = replace(
+                scenarios, crashing=crashing(scenarios.good.prompt), stubborn=scenarios.slow
+            )
         try:
             await check.run(factory, scenarios)
         except ProviderCheckSkipped as skip:
@@ -219,6 +229,8 @@ async def test_a_completed_turn_streams_text_and_reports_usage(tmp_path: Path) -
     assert outcome.usage is not None
     assert outcome.usage["output_tokens"] == 5
     assert [e.text for e in events if e.kind == "text"] == ["FAKE-", "REPLY: ", "pong"]
+    usage = [e for e in events if e.kind == "usage"]
+    assert [e.output_tokens for e in usage] == [5]
     assert outcome.child_id.startswith("claude-code:")
     assert len(outcome.child_id) > len("claude-code:")
 
@@ -231,11 +243,20 @@ async def test_the_persona_is_the_system_prompt(tmp_path: Path) -> None:
 
 
 async def test_a_tool_use_is_tool_call_progress(tmp_path: Path) -> None:
+    """Issue 15, point 8: a tool_use block is a tool call (its id, the tool's name, kind
+    `execute` for Bash, its input) and the tool_result block of the user message that
+    follows is its tool result, with the same id (`failed`: denied, with the message)."""
     async with provider(tmp_path) as made:
         outcome, events = await outcome_of(made, SubagentRequest("[[tool]]"))
     assert outcome.status == "completed"
     assert str(outcome.output).startswith("TOOL_DENIED:")
-    assert [e.text for e in events if e.kind == "tool_call"] == ["Bash"]
+    [call] = [e for e in events if e.kind == "tool_call"]
+    [result] = [e for e in events if e.kind == "tool_result"]
+    assert (call.id, call.title, call.tool_kind) == ("toolu_fake_1", "Bash", "execute")
+    assert call.input == {"command": "touch fake_marker.txt", "description": "Touch a marker"}
+    assert (result.id, result.status) == ("toolu_fake_1", "failed")
+    assert f"TOOL_DENIED: {result.output}" == outcome.output
+    assert events.index(call) < events.index(result)
 
 
 async def test_an_api_error_fails_the_turn_with_its_message(tmp_path: Path) -> None:

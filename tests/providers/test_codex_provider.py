@@ -32,7 +32,7 @@ from subagents.providers import (
     SubagentRequest,
     SubagentService,
 )
-from subagents.providers.codex import CodexProvider
+from subagents.providers.codex import CodexProvider, CodexRun
 from subagents.testing import (
     ProviderCheck,
     ProviderCheckSkipped,
@@ -48,6 +48,8 @@ from subagents.testing.fake_models.openai_responses import (
     serve,
 )
 from subagents.transports.codex_app_server import accept_policy
+
+from ._faults import crashing, with_faults
 
 pytestmark = pytest.mark.anyio
 
@@ -112,7 +114,12 @@ async def run_check(
         factory = factory_of(lambda: CodexProvider(SILENT, name="codex"))
         scenarios = replace(scenarios, slow_start=SubagentRequest("hi"))
     else:
-        factory = factory_of(good)
+        factory = with_faults(CodexRun, factory_of(good))
+        # A slow turn stands for the stubborn child: codex honours its stdin's end, so this
+        # proves that dispose() returns only with nothing left running.
+        scenarios = replace(
+            scenarios, crashing=crashing(scenarios.good.prompt), stubborn=scenarios.slow
+        )
     try:
         await check.run(factory, scenarios)
     except ProviderCheckSkipped as skip:

@@ -43,6 +43,7 @@ from ..providers.contract import (
     START_TIME_FEATURES,
     CancelSignal,
     FailureKind,
+    ProgressEvent,
     SubagentCapabilities,
     SubagentEnded,
     SubagentError,
@@ -468,6 +469,82 @@ async def _progress_never_blocks(c: _Check, factory: ProviderFactory) -> None:
         outcome = await c.result(run)
         c.expect(outcome.status == "completed", f"an unread-progress run settled {outcome!r}")
         await c.dispose(run)
+
+
+_PROGRESS_DRAIN = 1.0
+"""Seconds a check keeps reading a settled run's progress feed that has not ended."""
+
+
+@_check(
+    "text_events_add_up_to_the_output_and_tool_results_pair_with_calls",
+    "One progress vocabulary: a plain turn's text events add up to its output, and tool "
+    "calls and tool results pair by id (every tool result, and every child event, names an "
+    "earlier tool call of its own run). The text is compared only when the output is a string "
+    "and the provider streams text at all (a provider that streams none is not held to it).",
+)
+async def _progress_vocabulary(c: _Check, factory: ProviderFactory) -> None:
+    async with factory() as provider:
+        run = await c.start(provider, c.scenarios.good, CancelSignal())
+        feed = run.progress()
+        events: list[ProgressEvent] = []
+        outcomes: list[SubagentOutcome] = []
+        read_all = anyio.Event()
+
+        async def read() -> None:
+            try:
+                if feed is not None:
+                    async for event in feed:
+                        events.append(event)
+            finally:
+                read_all.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read)
+            outcomes.append(await c.result(run))
+            # What was pushed before the run settled is buffered: read it (a feed that ends
+            # with its run ends here; one that does not is read for a bounded while).
+            with anyio.move_on_after(_PROGRESS_DRAIN):
+                await read_all.wait()
+            tg.cancel_scope.cancel()
+        await c.dispose(run)
+        outcome = outcomes[0]
+        c.expect(outcome.status == "completed", f"the good request settled {outcome!r}")
+        texts = [event.text for event in events if event.kind == "text"]
+        if texts and isinstance(outcome.output, str):
+            streamed = "".join(texts)
+            c.expect(
+                streamed == outcome.output,
+                f"the text events add up to {streamed!r}, the output is {outcome.output!r}",
+            )
+        _expect_paired(c, events, "")
+
+
+def _expect_paired(c: _Check, events: list[ProgressEvent], where: str) -> None:
+    """Every tool result and child event of ``events`` names an earlier tool call of theirs;
+    each child's events are checked the same way among themselves."""
+    calls: set[str] = set()
+    children: dict[str, list[ProgressEvent]] = {}
+    for event in events:
+        match event.kind:
+            case "tool_call":
+                calls.add(event.id)
+            case "tool_result":
+                c.expect(
+                    event.id in calls,
+                    f"{where}a tool result names {event.id!r}, no earlier tool call "
+                    f"(calls so far: {sorted(calls)})",
+                )
+            case "child":
+                c.expect(
+                    event.tool_call_id in calls,
+                    f"{where}a child event names tool call {event.tool_call_id!r}, no earlier "
+                    f"tool call (calls so far: {sorted(calls)})",
+                )
+                children.setdefault(event.tool_call_id, []).append(event.event)
+            case _:
+                pass
+    for call_id, nested in children.items():
+        _expect_paired(c, nested, f"{where}in the child of tool call {call_id!r}: ")
 
 
 @_check(

@@ -17,12 +17,16 @@ import pytest
 
 from subagents.providers import (
     CancelSignal,
+    ChildProgress,
     ProgressEvent,
     SubagentCapabilities,
     SubagentOutcome,
     SubagentProvider,
     SubagentRequest,
     SubagentRun,
+    TextProgress,
+    ToolCallProgress,
+    ToolResultProgress,
 )
 from subagents.providers.scripted import Script, ScriptedProvider
 from subagents.testing import (
@@ -267,6 +271,55 @@ async def test_kit_catches_a_disposal_failure_that_is_swallowed() -> None:
         "a_failing_result_and_a_failing_disposal_both_surface", broken(scripts=scripts), FAST
     )
     assert "disposal" in detail
+
+
+VOCABULARY = "text_events_add_up_to_the_output_and_tool_results_pair_with_calls"
+
+
+async def test_kit_catches_text_events_that_do_not_add_up_to_the_output() -> None:
+    """Issue 15, point 8: "a plain turn's text events add up to its output"."""
+    progress = (TextProgress("h"), TextProgress("o"))
+    scripts = {**SCRIPTS, "echo hi": Script(output="hi", progress=progress)}
+    detail = await _fails(VOCABULARY, broken(scripts=scripts), FAST)
+    assert "'ho'" in detail
+    assert "'hi'" in detail
+
+
+@pytest.mark.parametrize(
+    "progress",
+    [
+        (ToolResultProgress("t1", "completed", "out"),),
+        (ToolResultProgress("t1", "completed"), ToolCallProgress("t1", "read")),
+        (ChildProgress("t1", TextProgress("child text")),),
+        (
+            ToolCallProgress("t1", "subagent"),
+            ChildProgress("t1", ToolResultProgress("c1", "failed")),
+        ),
+    ],
+    ids=["result-without-call", "result-before-call", "child-without-call", "child-unpaired"],
+)
+async def test_kit_catches_tool_results_that_pair_with_no_earlier_call(
+    progress: tuple[ProgressEvent, ...],
+) -> None:
+    """Issue 15, point 8: "tool calls and tool results pair by id": a result (or a child's
+    event) must name an earlier tool call of its own run."""
+    scripts = {**SCRIPTS, "echo hi": Script(output="hi", progress=progress)}
+    detail = await _fails(VOCABULARY, broken(scripts=scripts), FAST)
+    assert "no earlier tool call" in detail
+
+
+async def test_the_vocabulary_check_passes_paired_calls_and_a_provider_streaming_no_text() -> None:
+    """Issue 15, point 8: paired calls and results pass, a child's text is not the run's
+    text, and a provider that streams no text is not held to the text comparison."""
+    progress = (
+        ToolCallProgress("t1", "subagent"),
+        ChildProgress("t1", TextProgress("the child's own words")),
+        ToolResultProgress("t1", "completed", "ok"),
+        TextProgress("hi"),
+    )
+    (check,) = [c for c in provider_checks() if c.name == VOCABULARY]
+    for scripted in (Script(output="hi", progress=progress), Script(output="hi")):
+        await check.run(broken(scripts={**SCRIPTS, "echo hi": scripted}), FAST)
 
 
 async def test_check_provider_reports_failures_and_skips_by_check_name() -> None:

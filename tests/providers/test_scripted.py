@@ -39,6 +39,7 @@ SCRIPTS = {
     "broken": Script(
         result_raises=RuntimeError("result bug"), dispose_raises=RuntimeError("dispose bug")
     ),
+    "crash": Script(turn_raises=RuntimeError("a bug inside the child")),
 }
 
 SCENARIOS = ProviderScenarios(
@@ -50,6 +51,8 @@ SCENARIOS = ProviderScenarios(
     failing_start=SubagentRequest("refuse"),
     slow_start=SubagentRequest("slow start"),
     result_and_dispose_fail=SubagentRequest("broken"),
+    crashing=SubagentRequest("crash"),
+    stubborn=SubagentRequest("slow"),
 )
 
 

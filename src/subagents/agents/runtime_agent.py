@@ -111,13 +111,9 @@ def _update(event: ProgressEvent) -> SessionUpdate | None:
     """The ACP update of one of the turn's own progress events (usage and other: none)."""
     match event.kind:
         case "text":
-            return acp.AgentMessageChunkSessionUpdate(
-                content=acp.TextContentBlock(text=event.text)
-            )
+            return acp.AgentMessageChunkSessionUpdate(content=acp.TextContentBlock(text=event.text))
         case "thought":
-            return acp.AgentThoughtChunkSessionUpdate(
-                content=acp.TextContentBlock(text=event.text)
-            )
+            return acp.AgentThoughtChunkSessionUpdate(content=acp.TextContentBlock(text=event.text))
         case "tool_call":
             return acp.ToolCallSessionUpdate(
                 tool_call_id=event.id,

@@ -64,11 +64,10 @@ def _describe(exc: BaseException, expected: tuple[type[BaseException], ...]) -> 
 
 def _unwrap(exc: BaseException) -> BaseException:
     """The one exception inside a task group's exception group (else the group itself)."""
-    if isinstance(exc, BaseExceptionGroup):
-        leaves = leaf_exceptions(cast("BaseExceptionGroup[BaseException]", exc))
-        if len(leaves) == 1:
-            return leaves[0]
-    return exc
+    if not isinstance(exc, BaseExceptionGroup):
+        return exc
+    leaves = leaf_exceptions(cast("BaseExceptionGroup[BaseException]", exc))
+    return leaves[0] if len(leaves) == 1 else cast(BaseException, exc)
 
 
 class _Quiescence:

@@ -176,7 +176,9 @@ def _result_text(content: JsonValue) -> str:
 def _usage_progress(result: ClaudeResult) -> UsageProgress:
     usage = result.usage
     counts = [usage.get(name) for name in ("input_tokens", "output_tokens")]
-    inputs, outputs = (c if isinstance(c, int) and not isinstance(c, bool) else None for c in counts)
+    inputs, outputs = (
+        c if isinstance(c, int) and not isinstance(c, bool) else None for c in counts
+    )
     return UsageProgress(
         input_tokens=inputs,
         output_tokens=outputs,

@@ -436,6 +436,11 @@ class ScriptedConversation:
     )
     """Every turn, in order: (message, outcome)."""
 
+    @property
+    def remote_id(self) -> str:
+        """The conversation's own id (a scripted child has no other side)."""
+        return self.id
+
     async def send(self, message: str, *, cancel: CancelSignal | None = None) -> SubagentOutcome:
         """Run one turn (the script of ``message``) and return its outcome."""
         if self.disposed:

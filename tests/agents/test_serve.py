@@ -7,13 +7,18 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 import anyio
 import pytest
 
+from subagents.agents.runtime_agent import open_runtime_agent
 from subagents.conformance.mcp_http import serve_mcp_http
+from subagents.harness.llm.offline import OfflineModel
+from subagents.harness.runtime import AgentRuntime
 from subagents.protocol import acp
 from subagents.transports import connect_agent
+from subagents.transports.acp_agent import AgentTurn, ClientConnection
 
 pytestmark = pytest.mark.anyio
 
@@ -41,12 +46,124 @@ async def test_a_delegating_prompt_streams_the_tool_call_and_the_childs_answer()
                 updates = [u async for u in turn]
     assert turn.stop_reason == "end_turn"
     calls = [u for u in updates if isinstance(u, acp.ToolCallSessionUpdate)]
-    results = [u for u in updates if isinstance(u, acp.ToolCallUpdateSessionUpdate)]
+    results = [
+        u
+        for u in updates
+        if isinstance(u, acp.ToolCallUpdateSessionUpdate) and u.status != "in_progress"
+    ]
     assert [(c.title, c.status, c.raw_input) for c in calls] == [
         ("subagent", "in_progress", {"description": "delegated task", "prompt": "say hi"})
     ]
     assert [(r.tool_call_id, r.status) for r in results] == [(calls[0].tool_call_id, "completed")]
     assert text_of(updates) == "subagent said: You said: say hi"
+
+
+def content_text(update: acp.ToolCallUpdateSessionUpdate) -> str:
+    return "".join(
+        c.content.text
+        for c in update.content or ()
+        if isinstance(c, acp.ContentToolCallContent) and isinstance(c.content, acp.TextContentBlock)
+    )
+
+
+async def test_the_childs_text_streams_into_the_delegations_tool_call() -> None:
+    """Issue 15, point 9: "serve over ACP shows tool_call_update notifications carrying the
+    child's text for the delegation's tool call id before the prompt response": while the
+    child runs, in_progress updates of the delegation's tool call carry the text the child
+    has streamed so far (each one extends the last), all before the call's completed update
+    and the prompt's answer."""
+    with anyio.fail_after(30):
+        async with connect_agent(SERVE) as agent:
+            session = await agent.new_session()
+            async with session.prompt("delegate slow 5") as turn:
+                updates = [u async for u in turn]
+    assert turn.stop_reason == "end_turn"
+    [call] = [u for u in updates if isinstance(u, acp.ToolCallSessionUpdate)]
+    of_call = [
+        u
+        for u in updates
+        if isinstance(u, acp.ToolCallUpdateSessionUpdate) and u.tool_call_id == call.tool_call_id
+    ]
+    streaming = [u for u in of_call if u.status == "in_progress"]
+    assert streaming
+    assert of_call[-1].status == "completed"
+    assert of_call.index(streaming[-1]) < len(of_call) - 1
+    child_text = "tick 1 tick 2 tick 3 tick 4 tick 5 "
+    texts = [content_text(u) for u in streaming]
+    assert all(child_text.startswith(t) for t in texts)
+    assert texts == sorted(texts, key=len)
+    assert texts[-1] == child_text
+    assert len(streaming) > 1  # the child's ticks are 0.1 s apart: it streamed, not at the end
+    assert updates.index(call) < updates.index(streaming[0])
+    assert text_of(updates) == f"subagent said: {child_text}"
+
+
+class SlowClient:
+    """An ACP client that takes no update until ``release`` is set (a stand-in for an
+    ``AgentTurn`` whose client reads slowly)."""
+
+    def __init__(self) -> None:
+        self.updates: list[acp.SessionUpdate] = []
+        self.release = anyio.Event()
+        self.waiting = anyio.Event()
+
+    async def send_update(self, update: acp.SessionUpdate) -> None:
+        self.waiting.set()
+        await self.release.wait()
+        self.updates.append(update)
+
+    async def wait_cancelled(self) -> None:
+        await anyio.sleep_forever()
+
+
+async def test_a_slow_client_never_blocks_the_delegated_child() -> None:
+    """Issue 15, point 9: "bounded so a slow client never blocks the child": while the
+    client takes no update at all, the child streams its 200 ticks and completes, and so does
+    the parent's turn; the child's text was coalesced meanwhile, so the client then gets one
+    update carrying all of it (not 200), before the completed one and the answer."""
+    runtime = AgentRuntime(OfflineModel(tick=0.001))
+    client = SlowClient()
+    answers: list[object] = []
+    async with open_runtime_agent(runtime) as agent:
+        conn = cast("ClientConnection", None)  # not used without MCP servers
+        session = await agent.new_session(acp.NewSessionRequest(cwd="/", mcp_servers=[]), conn)
+        parent = agent.agents[session.session_id]
+        prompt = acp.PromptRequest(
+            session_id=session.session_id,
+            prompt=[acp.TextContentBlock(text="delegate slow 200")],
+        )
+
+        async def ask() -> None:
+            answers.append(await agent.prompt(prompt, cast("AgentTurn", client)))
+
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(ask)
+                await client.waiting.wait()
+                while parent.session.events[-1].kind != "turn_end":  # noqa: ASYNC110
+                    await anyio.sleep(0.01)
+                assert client.updates == []  # the first update is still being taken
+                assert answers == []
+                client.release.set()
+    assert answers == ["end_turn"]
+    child_text = "".join(f"tick {i} " for i in range(1, 201))
+    [result] = [e for e in parent.session.events if e.kind == "tool_result"]
+    assert result.text == child_text
+    calls = [u for u in client.updates if isinstance(u, acp.ToolCallSessionUpdate)]
+    streaming = [
+        u
+        for u in client.updates
+        if isinstance(u, acp.ToolCallUpdateSessionUpdate) and u.status == "in_progress"
+    ]
+    completed = [
+        u
+        for u in client.updates
+        if isinstance(u, acp.ToolCallUpdateSessionUpdate) and u.status == "completed"
+    ]
+    assert [content_text(u) for u in streaming] == [child_text]
+    assert client.updates.index(calls[0]) < client.updates.index(streaming[0])
+    assert client.updates.index(streaming[0]) < client.updates.index(completed[0])
+    assert text_of(client.updates) == f"subagent said: {child_text}"
 
 
 def probe_server(marker: Path, name: str = "probe") -> acp.McpServerStdio:

@@ -197,6 +197,33 @@ def test_yes_and_deny_answer_the_agents_permission_request(
     assert permission["allowed"] is (flag == "--yes")
 
 
+def test_json_progress_lines_speak_the_one_vocabulary(home: Path) -> None:
+    """Issue 15, point 8: --json progress lines keep their shape ({event, kind, text, data})
+    and carry the vocabulary: a tool call's data names its id, title, kind, status and input;
+    its tool result's data names the same id; a spawned child (the in-process loop) reports
+    its usage."""
+    events = json_lines(subagents_run(home, "reference", "tool", "--yes", "--json").stdout)
+    progress = [e for e in events if e["event"] == "progress"]
+    assert all(set(e) == {"event", "kind", "text", "data"} for e in progress)
+    calls = [e for e in progress if e["kind"] == "tool_call"]
+    assert calls  # the call, then its in_progress update: the same id
+    call = calls[0]
+    assert isinstance(call["data"], dict)
+    assert {c["data"]["id"] for c in calls} == {call["data"]["id"]}  # type: ignore[index]
+    assert set(call["data"]) == {"id", "title", "tool_kind", "status", "input"}
+    assert call["text"] == call["data"]["title"]
+    results = [e for e in progress if e["kind"] == "tool_result"]
+    assert results
+    assert all(isinstance(r["data"], dict) for r in results)
+    assert {r["data"]["id"] for r in results} == {call["data"]["id"]}  # type: ignore[index]
+    assert results[-1]["data"]["status"] == "completed"  # type: ignore[index]
+    spawned = json_lines(subagents_run(home, "spawn", "hello", "--json").stdout)
+    usage = [e for e in spawned if e["event"] == "progress" and e["kind"] == "usage"]
+    assert usage
+    assert isinstance(usage[-1]["data"], dict)
+    assert usage[-1]["data"]["input_tokens"] == 1
+
+
 def test_ask_without_a_terminal_denies_and_says_so(home: Path) -> None:
     """Issue 9 / run: an entry's `permission = "ask"` with no terminal denies, with one note."""
     done = subagents_run(home, "ref-ask", "tool", "--config", str(ask_config(home)))

@@ -368,8 +368,9 @@ async def test_a_cold_resume_keeps_the_tool_filter_it_was_started_with(tmp_path:
     argvs = [m["argv"] for m in received(tmp_path) if "argv" in m]
     assert [a for a in argvs[-1] if a.startswith(("--tools", "--resume"))] == [
         "--tools=Read",
-        f"--resume={child.id.removeprefix('claude-code:')}",
+        f"--resume={child.remote_id}",
     ]
+    assert resumed.id == child.id  # resumed by its child id, it keeps it
 
 
 async def test_a_continuable_child_runs_later_turns_and_resumes(tmp_path: Path) -> None:
@@ -387,5 +388,5 @@ async def test_a_continuable_child_runs_later_turns_and_resumes(tmp_path: Path) 
     assert after.failure_kind == "infrastructure"
     assert third.output == REPLY
     argvs = [m["argv"] for m in received(tmp_path) if "argv" in m]
-    session = child.id.removeprefix("claude-code:")
-    assert f"--resume={session}" in argvs[-1]
+    assert child.remote_id
+    assert f"--resume={child.remote_id}" in argvs[-1]

@@ -445,13 +445,14 @@ async def test_a_continuable_child_hears_later_messages_on_its_thread(tmp_path: 
     assert after.failure_kind == "infrastructure"
     turns = [m for m in received(record) if m.get("method") == "turn/start"]
     assert len({t["params"]["threadId"] for t in turns}) == 1  # type: ignore[index]
-    assert child.id.startswith("codex:thr-")
+    assert child.id.startswith("codex:")
+    assert child.remote_id.startswith("thr-")
 
 
 async def test_resuming_an_unknown_thread_fails_clearly(tmp_path: Path) -> None:
     async with CodexProvider(fake(), cwd=tmp_path) as provider:
         with anyio.fail_after(20), pytest.raises(SubagentError) as info:
-            await provider.resume_continuable("codex:thr-404", cancel=CancelSignal())
+            await provider.resume_continuable("thr-404", cancel=CancelSignal())
     assert info.value.code is SubagentErrorCode.START_FAILED
     assert "thread not found: thr-404" in info.value.message
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import abc
 import logging
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from types import TracebackType
@@ -431,7 +432,11 @@ class ChildProvider:
         self.dispose_timeout = dispose_timeout
         """Bound on a child's polite shutdown before ``dispose()`` escalates (``None``: the
         provider's default)."""
-        self._remote_ids: dict[str, str] = {}
+        self._conversations: weakref.WeakValueDictionary[str, ChildConversation] = (
+            weakref.WeakValueDictionary()
+        )
+        """The continuable children this provider started and their handles still exist, by
+        child id: a resume by child id finds their remote id."""
 
     @property
     def name(self) -> str:
@@ -463,9 +468,9 @@ class ChildProvider:
     def _resume_ids(self, remote_id: str, child_id: str | None) -> tuple[str, str]:
         """``(child id, remote id)`` of a cold resume: ``remote_id`` may also be the child id
         of a child this provider started (it knows its remote id)."""
-        known = self._remote_ids.get(remote_id)
-        if known is not None:
-            return child_id or remote_id, known
+        known = self._conversations.get(remote_id)
+        if known is not None and known.remote_id:
+            return child_id or remote_id, known.remote_id
         return child_id or new_child_id(self._name), remote_id
 
     async def __aenter__(self) -> Self:
@@ -552,5 +557,5 @@ class ChildProvider:
         if scope.cancelled_caught:
             await conversation.dispose()
             raise self._cancelled_during_start(cancel)
-        self._remote_ids[conversation.id] = conversation.remote_id
+        self._conversations[conversation.id] = conversation  # its remote id may come later
         return conversation

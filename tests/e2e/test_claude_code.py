@@ -382,13 +382,20 @@ async def test_a_forked_session_gets_a_new_id_and_the_history(setup: Setup) -> N
 
 
 async def test_the_provider_resumes_a_child_in_a_new_process(setup: Setup) -> None:
-    """Issue 7 / provider: continuable through ``--resume`` (a cold resume by child id)."""
+    """Issue 7 / provider: continuable through ``--resume`` (a cold resume of a one-shot
+    child's session, by its remote id, keeping its child id)."""
     async with setup.provider() as provider:
-        outcome, _ = await outcome_of(provider, SubagentRequest("Remember the word medlar."))
+        with anyio.fail_after(BOUND):
+            async with await provider.start(
+                SubagentRequest("Remember the word medlar."), cancel=CancelSignal()
+            ) as run:
+                outcome = await run.result()
+                session_id = run.remote_id
         assert outcome.status == "completed"
+        assert session_id
         with anyio.fail_after(BOUND):
             conversation = await provider.resume_continuable(
-                outcome.child_id, cancel=CancelSignal()
+                session_id, cancel=CancelSignal(), child_id=outcome.child_id
             )
             try:
                 again = await conversation.send("What was it?", cancel=CancelSignal())

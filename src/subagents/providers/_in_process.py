@@ -258,7 +258,8 @@ class InProcessProvider(ChildProvider, abc.ABC):
         the session store."""
         self._check_open()
         self._check_not_cancelled(cancel)
-        child, session_id = self._resume_ids(remote_id, child_id)
+        # An in-process child's session id is its child id: it keeps it across a cold resume.
+        child, session_id = self._resume_ids(remote_id, child_id or remote_id)
         return await self._open_conversation(
             lambda: InProcessConversation(self, None, session_id, child), cancel
         )

@@ -33,6 +33,8 @@ from .contract import ThoughtProgress as ThoughtProgress
 from .contract import ToolCallProgress as ToolCallProgress
 from .contract import ToolResultProgress as ToolResultProgress
 from .contract import UsageProgress as UsageProgress
+from .permissions import PermissionAsker as PermissionAsker
+from .permissions import RunAware as RunAware
 from .service import LifecycleEvent as LifecycleEvent
 from .service import LifecycleListener as LifecycleListener
 from .service import SubagentService as SubagentService
@@ -50,9 +52,11 @@ __all__ = (
     "LifecycleListener",
     "OtherProgress",
     "OutcomeStatus",
+    "PermissionAsker",
     "PlanEntry",
     "PlanProgress",
     "ProgressEvent",
+    "RunAware",
     "SubagentCapabilities",
     "SubagentEnded",
     "SubagentError",

@@ -39,6 +39,7 @@ from .contract import (
     bounded_partial,
     new_child_id,
 )
+from .permissions import PermissionAsker, RunAware
 from .progress import ProgressFeed
 
 __all__ = ("ChildConversation", "ChildProvider", "ChildRun")
@@ -54,6 +55,10 @@ Turn = Callable[[str, CancelSignal, ProgressFeed], Awaitable[SubagentOutcome]]
 to an outcome."""
 
 _Job = tuple[str, CancelSignal, list[SubagentOutcome], anyio.Event]
+_RequestT = TypeVar("_RequestT")
+_DecisionT = TypeVar("_DecisionT")
+Asker = Callable[[], PermissionAsker]
+"""Says who asks, when a permission request comes (see :meth:`ChildRun.asker`)."""
 
 
 def _describe(exc: BaseException, expected: tuple[type[BaseException], ...]) -> str:
@@ -191,6 +196,10 @@ class ChildRun(abc.ABC, Generic[ProviderT]):
     def remote_id(self) -> str:
         """The protocol's id of the child (session, thread); empty before publication."""
         return self._child_key()
+
+    def asker(self) -> PermissionAsker:
+        """Who asks, for a permission policy (:class:`~subagents.providers.RunAware`)."""
+        return PermissionAsker(self.id, self._provider, self._child_key())
 
     @property
     def published(self) -> bool:
@@ -365,6 +374,10 @@ class ChildConversation(abc.ABC):
     def remote_id(self) -> str:
         return self._child_key()
 
+    def asker(self) -> PermissionAsker:
+        """Who asks, for a permission policy (:class:`~subagents.providers.RunAware`)."""
+        return PermissionAsker(self.id, self._provider_name, self._child_key())
+
     def _gone(self) -> SubagentOutcome:
         return SubagentOutcome.failed(
             self.id, "infrastructure", f"the child is gone: {self._failure}", self._failure
@@ -464,6 +477,16 @@ class ChildProvider:
                     feature=feature,
                 )
         self._check_not_cancelled(cancel)
+
+    def _policy_for(
+        self, policy: Callable[[_RequestT], Awaitable[_DecisionT]], asker: Asker | None
+    ) -> Callable[[_RequestT], Awaitable[_DecisionT]]:
+        """``policy`` as one child uses it: a :class:`RunAware` one is told who asks."""
+        candidate: object = policy
+        if isinstance(candidate, RunAware) and asker is not None:
+            aware = cast("RunAware[_RequestT, _DecisionT]", candidate)
+            return aware.bind(asker)
+        return policy
 
     def _resume_ids(self, remote_id: str, child_id: str | None) -> tuple[str, str]:
         """``(child id, remote id)`` of a cold resume: ``remote_id`` may also be the child id

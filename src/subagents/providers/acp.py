@@ -34,7 +34,7 @@ from ..transports.acp_client import (
     reject_policy,
 )
 from ..transports.process import ProcessStartError
-from ._child_run import ChildConversation, ChildProvider, ChildRun
+from ._child_run import Asker, ChildConversation, ChildProvider, ChildRun
 from .contract import (
     CancelSignal,
     PlanEntry,
@@ -103,7 +103,7 @@ class AcpRun(ChildRun["AcpProvider"]):
     async def _run(
         self, provider: AcpProvider, request: SubagentRequest, cancel: CancelSignal
     ) -> None:
-        async with provider.connect() as agent:
+        async with provider.connect(asker=self.asker) as agent:
             self._track_process(agent.process)
             session = await agent.new_session(provider.cwd)
             self.session_id = session.session_id
@@ -137,7 +137,7 @@ class AcpConversation(ChildConversation):
 
     async def _converse(self) -> None:
         provider = self._provider
-        async with provider.connect() as agent:
+        async with provider.connect(asker=self.asker) as agent:
             self._track_process(agent.process)
             if self._resume_id is None:
                 session = await agent.new_session(provider.cwd)
@@ -205,15 +205,16 @@ class AcpProvider(ChildProvider):
         return SubagentCapabilities()
 
     @asynccontextmanager
-    async def connect(self) -> AsyncGenerator[AgentConnection, None]:
+    async def connect(self, *, asker: Asker | None = None) -> AsyncGenerator[AgentConnection, None]:
         """Spawn the agent, ``initialize`` it and ``authenticate`` when configured; the agent
-        is stopped (shutdown ladder) when the block exits."""
+        is stopped (shutdown ladder) when the block exits. ``asker`` says which child the
+        connection serves (a :class:`~subagents.providers.RunAware` policy is told)."""
         async with connect_agent(
             self.command,
             cwd=self.cwd,
             env=self.env,
             inherit_env=self.inherit_env,
-            permission_policy=self.permission_policy,
+            permission_policy=self._policy_for(self.permission_policy, asker),
             initialize_timeout=self.initialize_timeout,
             cancel_timeout=self.cancel_timeout,
             name=self._name,

@@ -74,7 +74,7 @@ from ..transports.claude_code import (
     connect_claude,
 )
 from ..transports.process import ProcessStartError
-from ._child_run import ChildConversation, ChildProvider, ChildRun
+from ._child_run import Asker, ChildConversation, ChildProvider, ChildRun
 from .contract import (
     CancelSignal,
     ChildProgress,
@@ -334,8 +334,13 @@ class ClaudeCodeRun(ChildRun["ClaudeCodeProvider"]):
     ) -> None:
         super().__init__(provider, progress_capacity, child_id, dispose_bound=dispose_bound)
         self.session_id = ""
+        self._connection: ClaudeConnection | None = None
 
     def _child_key(self) -> str:
+        # The connection's reader learns the session id from ``system/init`` before it hands
+        # on what follows (a permission request may come before the turn's reader sees init).
+        if not self.session_id and self._connection is not None:
+            return self._connection.session_id or ""
         return self.session_id
 
     def _on_session(self, session_id: str) -> None:
@@ -352,7 +357,10 @@ class ClaudeCodeRun(ChildRun["ClaudeCodeProvider"]):
                 provider.remember_tool_filter(session_id, tool_filter)
             self._on_session(session_id)
 
-        async with provider.connect(persona=request.persona, tool_filter=tool_filter) as conn:
+        async with provider.connect(
+            persona=request.persona, tool_filter=tool_filter, asker=self.asker
+        ) as conn:
+            self._connection = conn
             self._track_process(conn.process)
             async with conn.turn(request.prompt) as turn:
                 outcome = await run_claude_turn(
@@ -395,7 +403,10 @@ class ClaudeCodeConversation(ChildConversation):
     async def _converse(self) -> None:
         provider = self._provider
         async with provider.connect(
-            persona=self._persona, resume=self._resume_id, tool_filter=self._tool_filter
+            persona=self._persona,
+            resume=self._resume_id,
+            tool_filter=self._tool_filter,
+            asker=self.asker,
         ) as connection:
             self._track_process(connection.process)
 
@@ -496,6 +507,7 @@ class ClaudeCodeProvider(ChildProvider):
         persona: str | None = None,
         resume: str | None = None,
         tool_filter: Sequence[str] | None = None,
+        asker: Asker | None = None,
     ) -> AsyncGenerator[ClaudeConnection, None]:
         """Spawn the CLI and ``initialize`` it; on exit: interrupt, stdin closed, the ladder.
         A ``tool_filter`` (or, on ``resume``, the one remembered for that session) is enforced
@@ -509,7 +521,11 @@ class ClaudeCodeProvider(ChildProvider):
             env=self.env,
             inherit_env=self.inherit_env,
             cwd=self.cwd,
-            permission_policy=self.permission_policy,
+            permission_policy=(
+                None
+                if self.permission_policy is None
+                else self._policy_for(self.permission_policy, asker)
+            ),
             hooks=hooks,
             startup_timeout=self.startup_timeout,
             name=self._name,

@@ -78,7 +78,7 @@ from ..transports.codex_app_server import (
     decline_policy,
 )
 from ..transports.process import ProcessStartError
-from ._child_run import ChildConversation, ChildProvider, ChildRun
+from ._child_run import Asker, ChildConversation, ChildProvider, ChildRun
 from .contract import (
     CancelSignal,
     OtherProgress,
@@ -340,7 +340,7 @@ class CodexRun(ChildRun["CodexProvider"]):
     async def _run(
         self, provider: CodexProvider, request: SubagentRequest, cancel: CancelSignal
     ) -> None:
-        async with provider.connect() as connection:
+        async with provider.connect(asker=self.asker) as connection:
             self._track_process(connection.process)
             thread = await provider.open_thread(connection, persona=request.persona)
             self.thread_id = thread.id
@@ -388,7 +388,7 @@ class CodexConversation(ChildConversation):
 
     async def _converse(self) -> None:
         provider = self._provider
-        async with provider.connect() as connection:
+        async with provider.connect(asker=self.asker) as connection:
             self._track_process(connection.process)
             if self._resume_id is None:
                 thread = await provider.open_thread(connection, persona=self._persona)
@@ -471,14 +471,16 @@ class CodexProvider(ChildProvider):
         return _CAPABILITIES
 
     @asynccontextmanager
-    async def connect(self) -> AsyncGenerator[CodexConnection, None]:
-        """Spawn codex and ``initialize`` it; on exit stdin is closed, then the ladder."""
+    async def connect(self, *, asker: Asker | None = None) -> AsyncGenerator[CodexConnection, None]:
+        """Spawn codex and ``initialize`` it; on exit stdin is closed, then the ladder.
+        ``asker`` says which child the connection serves (a
+        :class:`~subagents.providers.RunAware` approval policy is told)."""
         async with connect_codex(
             self.command,
             env=self.env,
             inherit_env=self.inherit_env,
             cwd=self.cwd,
-            approval_policy=self.approval_policy,
+            approval_policy=self._policy_for(self.approval_policy, asker),
             startup_timeout=self.startup_timeout,
             name=self._name,
         ) as connection:

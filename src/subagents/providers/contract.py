@@ -19,6 +19,12 @@ Code. The rules (from the design note of the seam, ``shared/seam-note.md``):
 * Start-time features (``output_schema``, ``depth_limit``, ``tool_filter``, ``persona``) ride
   on the provider's static, frozen :class:`SubagentCapabilities`; the service checks each
   requested one before delegating and rejects loudly (``UNSUPPORTED_CAPABILITY``).
+* Child ids are minted by the parent (:class:`~subagents.providers.SubagentService`, passed
+  as :attr:`SubagentRequest.child_id`): unique whatever the remote side numbers its sessions;
+  the remote id is kept as ``remote_id``.
+* An unexpected exception inside a run settles it ``failed`` (infrastructure) and never
+  reaches its siblings; ``dispose()`` escalates past its bound and raises
+  ``DISPOSE_INCOMPLETE`` rather than return with the child still running.
 * Continuable children: a provider that can continue a child implements
   ``prepare_continuable``; the method's presence is the capability
   (``isinstance(provider, ContinuableProvider)``), never a separate flag.

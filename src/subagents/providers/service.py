@@ -6,6 +6,10 @@ slot. ``start(name, request, cancel=...)`` checks every requested start-time fea
 the provider's static capabilities before delegating and rejects loudly; it emits
 ``SubagentStarted`` when a run is published and exactly one ``SubagentEnded`` when it settles
 (or is disposed unsettled). A start that fails before publication emits nothing.
+
+The service mints every child id (unique for its lifetime; the provider's own id of the
+child is ``remote_id``), and continuable children go through the same gate
+(:meth:`SubagentService.start_continuable`) and get the same lifecycle pair.
 """
 
 from __future__ import annotations

@@ -46,6 +46,8 @@ from subagents.testing.fake_models.anthropic_messages import (
 )
 from subagents.testing.fake_models.openai_chat import API_KEY, ChatCompletionsHandler, chat_requests
 
+from ..harness.test_runtime import kinds
+
 pytestmark = pytest.mark.anyio
 
 BOUND = 30.0
@@ -199,10 +201,6 @@ async def delegate(
     children.sort(key=lambda session: (session.depth, session.key))
     assert len(children) == len(started), (started, [c.key for c in children])
     return Delegation(outcome, root.session, children)
-
-
-def kinds(session: Session) -> list[str]:
-    return [event.kind for event in session.events]
 
 
 def only(session: Session, kind: str) -> SessionEvent:

@@ -289,7 +289,7 @@ async def test_a_slow_progress_consumer_never_blocks_the_child() -> None:
         buffer = ProgressFeed(4)
         consumed: list[ProgressEvent] = []
         results: list[ToolResult] = []
-        elapsed = 0.0
+        read_when_done: list[int] = []
 
         async def slow_consumer() -> None:
             async for event in buffer:
@@ -298,7 +298,6 @@ async def test_a_slow_progress_consumer_never_blocks_the_child() -> None:
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(slow_consumer)
-            started = anyio.current_time()
             with anyio.fail_after(BOUND):
                 results.append(
                     await tool.execute_with_progress(
@@ -307,9 +306,9 @@ async def test_a_slow_progress_consumer_never_blocks_the_child() -> None:
                         on_progress=buffer.push,
                     )
                 )
-            elapsed = anyio.current_time() - started
+            read_when_done.append(len(consumed))
             buffer.close()
     assert results[0].content == "done"
-    assert elapsed < 2.5
+    assert read_when_done[0] < len(flood)  # the tool returned before the consumer caught up
     assert buffer.dropped > 0
     assert consumed[-4:] == list(flood[-4:])

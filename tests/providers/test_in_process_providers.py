@@ -235,7 +235,11 @@ async def test_dispose_of_a_child_that_ignores_cancellation_raises_dispose_incom
     with anyio.fail_after(15):
         async with SpawnProvider(runtime, dispose_timeout=0.2) as spawn:
             run = await spawn.start(SubagentRequest("tool stubborn {}"), cancel=CancelSignal())
-            await anyio.sleep(0.1)
+            feed = run.progress()
+            assert feed is not None
+            async for event in feed:  # the stubborn tool has started
+                if event.kind == "tool_call":
+                    break
             with pytest.raises(SubagentError) as info:
                 await run.dispose()
     assert info.value.code is SubagentErrorCode.DISPOSE_INCOMPLETE

@@ -437,6 +437,8 @@ class ChildProvider:
 
     _what: ClassVar[str]
     """The provider's class name, for messages (``"AcpProvider"``)."""
+    _progress_capacity: int
+    """How many progress events a run's feed holds for a lagging reader."""
 
     def __init__(self, name: str, *, dispose_timeout: float | None = None) -> None:
         self._name = name
@@ -459,6 +461,16 @@ class ChildProvider:
     def capabilities(self) -> SubagentCapabilities:
         raise NotImplementedError
 
+    def _new_run(self, run_class: type[_RunT], request: SubagentRequest) -> _RunT:
+        """A run of ``run_class`` for ``request``: its id (the service's, else a fresh one),
+        this provider's progress capacity and dispose bound."""
+        return run_class(
+            self._name,
+            self._progress_capacity,
+            self._child_id(request),
+            dispose_bound=self.dispose_timeout,
+        )
+
     def _child_id(self, request: SubagentRequest) -> str:
         """The id of a new child: the one the service minted, else a fresh one."""
         return request.child_id or new_child_id(self._name)
@@ -468,14 +480,7 @@ class ChildProvider:
         requested start-time feature is advertised (never accepted-then-ignored, even when
         the provider is called directly), and the signal has not fired."""
         self._check_open()
-        for feature in request.requested_features():
-            if not self.capabilities.supports(feature):
-                raise SubagentError(
-                    SubagentErrorCode.UNSUPPORTED_CAPABILITY,
-                    f"provider {self._name!r} does not support {feature!r}",
-                    provider=self._name,
-                    feature=feature,
-                )
+        self.capabilities.check(request, provider=self._name)
         self._check_not_cancelled(cancel)
 
     def _policy_for(

@@ -83,17 +83,9 @@ class InProcessRun(ChildRun["InProcessProvider"]):
     _dispose_bound = _DISPOSE_BOUND
     _failures = (SessionError,)
 
-    def __init__(
-        self,
-        provider: str,
-        progress_capacity: int,
-        child_id: str | None = None,
-        *,
-        dispose_bound: float | None = None,
-    ) -> None:
-        super().__init__(provider, progress_capacity, child_id, dispose_bound=dispose_bound)
-        self.session_id = ""
-        self.agent: Agent | None = None
+    session_id: str = ""
+    """The child session's id (its child id), once published."""
+    agent: Agent | None = None
 
     def _child_key(self) -> str:
         return self.session_id
@@ -230,12 +222,7 @@ class InProcessProvider(ChildProvider, abc.ABC):
 
     async def start(self, request: SubagentRequest, *, cancel: CancelSignal) -> InProcessRun:
         self._check(request, cancel)
-        run = InProcessRun(
-            self._name,
-            self._progress_capacity,
-            self._child_id(request),
-            dispose_bound=self.dispose_timeout,
-        )
+        run = self._new_run(InProcessRun, request)
         return await self._start_run(run, request, cancel, what="the in-process child")
 
     async def prepare_continuable(

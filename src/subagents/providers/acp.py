@@ -86,16 +86,8 @@ class AcpRun(ChildRun["AcpProvider"]):
             return SubagentErrorCode.UNSUPPORTED_CAPABILITY
         return SubagentErrorCode.START_FAILED
 
-    def __init__(
-        self,
-        provider: str,
-        progress_capacity: int,
-        child_id: str | None = None,
-        *,
-        dispose_bound: float | None = None,
-    ) -> None:
-        super().__init__(provider, progress_capacity, child_id, dispose_bound=dispose_bound)
-        self.session_id = ""
+    session_id: str = ""
+    """The ACP session's id, once published."""
 
     def _child_key(self) -> str:
         return self.session_id
@@ -251,12 +243,7 @@ class AcpProvider(ChildProvider):
 
     async def start(self, request: SubagentRequest, *, cancel: CancelSignal) -> AcpRun:
         self._check_request(request, cancel)
-        run = AcpRun(
-            self._name,
-            self._progress_capacity,
-            self._child_id(request),
-            dispose_bound=self.dispose_timeout,
-        )
+        run = self._new_run(AcpRun, request)
         return await self._start_run(run, request, cancel, what=f"agent {self.command[0]!r}")
 
 

@@ -324,17 +324,9 @@ class ClaudeCodeRun(ChildRun["ClaudeCodeProvider"]):
     _dispose_bound = _DISPOSE_BOUND
     _failures = _FAILURES
 
-    def __init__(
-        self,
-        provider: str,
-        progress_capacity: int,
-        child_id: str | None = None,
-        *,
-        dispose_bound: float | None = None,
-    ) -> None:
-        super().__init__(provider, progress_capacity, child_id, dispose_bound=dispose_bound)
-        self.session_id = ""
-        self._connection: ClaudeConnection | None = None
+    session_id: str = ""
+    """The CLI session's id, once published."""
+    _connection: ClaudeConnection | None = None
 
     def _child_key(self) -> str:
         # The connection's reader learns the session id from ``system/init`` before it hands
@@ -532,17 +524,9 @@ class ClaudeCodeProvider(ChildProvider):
         ) as connection:
             yield connection
 
-    def _check(self, request: SubagentRequest, cancel: CancelSignal) -> None:
-        self._check_request(request, cancel)
-
     async def start(self, request: SubagentRequest, *, cancel: CancelSignal) -> ClaudeCodeRun:
-        self._check(request, cancel)
-        run = ClaudeCodeRun(
-            self._name,
-            self._progress_capacity,
-            self._child_id(request),
-            dispose_bound=self.dispose_timeout,
-        )
+        self._check_request(request, cancel)
+        run = self._new_run(ClaudeCodeRun, request)
         return await self._start_run(run, request, cancel, what=f"claude {os.fspath(self.cli)!r}")
 
     async def prepare_continuable(
@@ -550,7 +534,7 @@ class ClaudeCodeProvider(ChildProvider):
     ) -> ClaudeCodeConversation:
         """Start a child whose CLI stays open; ``request`` is its first turn (its outcome is
         ``conversation.outcomes[0]``)."""
-        self._check(request, cancel)
+        self._check_request(request, cancel)
         child_id = self._child_id(request)
         conversation = await self._open_conversation(
             lambda: ClaudeCodeConversation(
@@ -567,7 +551,7 @@ class ClaudeCodeProvider(ChildProvider):
         """Cold-resume session ``remote_id`` (or the child of that id this provider started)
         in a new CLI process with ``--resume`` (the session must be in this provider's config
         dir, same cwd)."""
-        self._check(SubagentRequest(""), cancel)
+        self._check_request(SubagentRequest(""), cancel)
         child, session_id = self._resume_ids(remote_id, child_id)
         return await self._open_conversation(
             lambda: ClaudeCodeConversation(self, session_id, child_id=child), cancel

@@ -306,18 +306,10 @@ class CodexRun(ChildRun["CodexProvider"]):
     _dispose_bound = _DISPOSE_BOUND
     _failures = _FAILURES
 
-    def __init__(
-        self,
-        provider: str,
-        progress_capacity: int,
-        child_id: str | None = None,
-        *,
-        dispose_bound: float | None = None,
-    ) -> None:
-        super().__init__(provider, progress_capacity, child_id, dispose_bound=dispose_bound)
-        self.thread_id = ""
-        self.connection: CodexConnection | None = None
-        """The live connection (until the run is disposed), for inspection."""
+    thread_id: str = ""
+    """The Codex thread's id, once published."""
+    connection: CodexConnection | None = None
+    """The live connection (until the run is disposed), for inspection."""
 
     def _child_key(self) -> str:
         return self.thread_id
@@ -520,12 +512,7 @@ class CodexProvider(ChildProvider):
 
     async def start(self, request: SubagentRequest, *, cancel: CancelSignal) -> CodexRun:
         self._check(request, cancel)
-        run = CodexRun(
-            self._name,
-            self._progress_capacity,
-            self._child_id(request),
-            dispose_bound=self.dispose_timeout,
-        )
+        run = self._new_run(CodexRun, request)
         return await self._start_run(run, request, cancel, what=f"codex {self.command[0]!r}")
 
     async def prepare_continuable(

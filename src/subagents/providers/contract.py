@@ -140,6 +140,18 @@ class SubagentCapabilities:
         supported: bool = getattr(self, feature)
         return supported
 
+    def check(self, request: SubagentRequest, *, provider: str) -> None:
+        """Raise ``UNSUPPORTED_CAPABILITY`` (naming the feature and ``provider``) for the first
+        start-time feature ``request`` asks for that these capabilities lack."""
+        for feature in request.requested_features():
+            if not self.supports(feature):
+                raise SubagentError(
+                    SubagentErrorCode.UNSUPPORTED_CAPABILITY,
+                    f"provider {provider!r} does not support {feature!r}",
+                    provider=provider,
+                    feature=feature,
+                )
+
 
 @final
 @dataclass(frozen=True, slots=True)

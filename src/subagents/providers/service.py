@@ -130,14 +130,7 @@ class SubagentService:
         every requested start-time feature is advertised, the prompt is not empty, the signal
         has not fired."""
         provider = self.provider(name)
-        for feature in request.requested_features():
-            if not provider.capabilities.supports(feature):
-                raise SubagentError(
-                    SubagentErrorCode.UNSUPPORTED_CAPABILITY,
-                    f"provider {name!r} does not support {feature!r}",
-                    provider=name,
-                    feature=feature,
-                )
+        provider.capabilities.check(request, provider=name)
         if not request.prompt.strip():
             raise SubagentError(
                 SubagentErrorCode.INVALID_REQUEST, "the prompt is empty", provider=name

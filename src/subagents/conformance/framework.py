@@ -6,9 +6,22 @@ report), uses the helpers for the common steps, and ends in one of:
 
 * returning normally: the requirement holds (``pass``; ``info`` for informational ones, with
   what was observed in :meth:`CheckContext.note`);
-* :meth:`CheckContext.fail` (``fail``), :meth:`CheckContext.skip` (``skip``: the behaviour
-  could not be exercised, say a turn that ended before the cancel could act), or
-  :class:`BlockedByAuth` (``blocked``: the agent wants authentication the run did not give).
+* :meth:`CheckContext.fail` (``fail``);
+* :meth:`CheckContext.skip` (``skip``: the behaviour could not be exercised this time, say a
+  turn that ended before the cancel could act);
+* :meth:`CheckContext.not_exercised` (``not-exercised``: the agent never did what the
+  requirement is about, say it never made a file request, so there was nothing to judge; never
+  a pass);
+* :meth:`CheckContext.blocked_by` (``blocked``: a precondition another requirement judges
+  failed, say the agent does not exit on stdin EOF for a check about what it leaves behind;
+  that requirement carries the failure, this one is not judged) or :class:`BlockedByAuth`
+  (``blocked``: the agent wants authentication the run did not give);
+* :class:`CheckInconclusive` (``inconclusive``): a set-up step (initialize, authenticate,
+  session/new) timed out although the probe's succeeded, which is load on the machine, not a
+  failure of the requirement. The runner retries such a check once.
+
+Set-up steps are :meth:`CheckContext.ready` and :meth:`CheckContext.new_session` (a check that
+judges them passes ``setup=False``, and their timeouts then fail it).
 """
 
 from __future__ import annotations
@@ -22,16 +35,20 @@ from pathlib import Path
 from typing import Any, NoReturn, cast
 
 from .requirements import REQUIREMENTS, Requirement
-from .wire import AgentWire, ClientSide, Response, WireError, open_wire
+from .wire import AgentWire, ClientSide, Response, WireError, WireTimeout, open_wire
 
 __all__ = (
     "CHECKS",
     "BlockedByAuth",
+    "CheckBlocked",
     "CheckContext",
     "CheckFailed",
+    "CheckInconclusive",
+    "CheckNotExercised",
     "CheckSkipped",
     "Options",
     "Probe",
+    "StartFailure",
     "check",
 )
 
@@ -47,8 +64,24 @@ class CheckSkipped(Exception):
     """The requirement could not be exercised this time; the message says why."""
 
 
+class CheckNotExercised(Exception):
+    """The agent never did what the requirement is about: nothing to judge (never a pass)."""
+
+
+class CheckBlocked(Exception):
+    """A precondition that another requirement judges failed; :attr:`by` names it."""
+
+    def __init__(self, by: str, message: str) -> None:
+        super().__init__(message)
+        self.by = by
+
+
 class BlockedByAuth(Exception):
     """The agent asks for authentication before it creates a session."""
+
+
+class CheckInconclusive(Exception):
+    """A set-up step did not finish in time although the probe's did: load, not a finding."""
 
 
 @dataclass
@@ -57,8 +90,12 @@ class Options:
 
     command: tuple[str, ...]
     env: dict[str, str] = field(default_factory=dict[str, str])
+    cwd: Path = field(default_factory=Path.cwd)
+    """The agent process's working directory: the caller's, so the command's relative paths
+    mean what they mean in the user's shell (``python my_agent.py``)."""
     workdir: Path = Path("/tmp")
-    """Where each check's private directory is made (absolute)."""
+    """Where each check's private directory is made (absolute): the ACP session's ``cwd`` and
+    the root of the client's file system, never the process's working directory."""
     timeout: float = 15.0
     """Bound on each answer the suite waits for."""
     startup_timeout: float = 30.0
@@ -72,8 +109,41 @@ class Options:
     """The text of an ordinary prompt."""
     cancel_prompt: str = "slow"
     """A prompt the agent works on long enough to be cancelled."""
+    cancel_rounds: int = 6
+    """How many cancelled turns the cancel checks run, each cancelled at a different moment
+    (a race that shows up one time in three slips through six rounds 9% of the time)."""
+    fs_prompt: str = "fs"
+    """A prompt that makes the agent read and write files through the client."""
+    terminal_prompt: str = "terminal"
+    """A prompt that makes the agent run a command in a client terminal."""
+    tool_prompt: str = "tool"
+    """A prompt that makes the agent call a tool that asks the client's permission."""
+    plan_prompt: str = "plan"
+    """A prompt that makes the agent send a plan."""
     quiet_period: float = 0.5
     """How long "nothing arrives" is watched for."""
+
+
+@dataclass(frozen=True)
+class StartFailure:
+    """Why the agent could not be started or did not answer ``initialize``: the one answer a
+    run gives when nothing else can be judged."""
+
+    cause: str
+    """What went wrong, in one line."""
+    hint: str
+    """What to try."""
+    exit_status: str | None = None
+    """How the process ended (``exited with status 1``), when it did."""
+    stderr_tail: str = ""
+    stdout_lines: tuple[str, ...] = ()
+    """The first lines it wrote to stdout (when it wrote something that was not an answer)."""
+
+    def describe(self) -> str:
+        parts = [self.cause]
+        if self.exit_status:
+            parts.append(f"the process {self.exit_status}")
+        return "; ".join(parts)
 
 
 @dataclass
@@ -84,6 +154,28 @@ class Probe:
     session: dict[str, Any] | None = None
     auth_required: bool = False
     error: str | None = None
+    start_failure: StartFailure | None = None
+    """Set when the agent could not be started or did not answer ``initialize``: the run
+    judges nothing else."""
+
+    def auth_methods(self) -> list[str]:
+        """The ids of the auth methods ``initialize`` advertised."""
+        methods = self.value("authMethods")
+        return [
+            str(cast(dict[str, Any], m).get("id"))
+            for m in cast(list[Any], methods if isinstance(methods, list) else [])
+            if isinstance(m, dict)
+        ]
+
+    def auth_advice(self) -> str:
+        """What to do about an "authentication required" answer."""
+        methods = self.auth_methods()
+        if methods:
+            return f"pass --auth-method (advertised: {', '.join(methods)})"
+        return (
+            "the agent advertises no auth methods in initialize, so no client can authenticate "
+            "(a defect of the agent: log it in first, or give it credentials with --env)"
+        )
 
     def value(self, path: str) -> Any:
         """A value of the initialize result by dotted path (``None`` if absent)."""
@@ -125,6 +217,16 @@ class CheckContext:
     def skip(self, message: str) -> NoReturn:
         raise CheckSkipped(message)
 
+    def not_exercised(self, message: str) -> NoReturn:
+        """The behaviour never happened (say no ``fs/*`` request was ever made): unjudged."""
+        raise CheckNotExercised(message)
+
+    def blocked_by(self, requirement_id: str, message: str) -> NoReturn:
+        """A precondition judged by ``requirement_id`` failed: this one cannot be judged."""
+        if requirement_id not in REQUIREMENTS:
+            raise KeyError(f"no requirement {requirement_id!r} in the registry")
+        raise CheckBlocked(requirement_id, message)
+
     def note(self, text: str) -> None:
         self.notes.append(text)
 
@@ -132,11 +234,13 @@ class CheckContext:
 
     @asynccontextmanager
     async def agent(self, client: ClientSide | None = None) -> AsyncGenerator[AgentWire, None]:
-        """A fresh agent process, in a private directory, recorded for the report."""
+        """A fresh agent process, started in ``Options.cwd`` (as the user's shell would start
+        it), with a private directory for its sessions and files, recorded for the report."""
         directory = self.options.workdir / f"{self.requirement.id.lower()}-{next(_dirs)}"
         async with open_wire(
             self.options.command,
-            cwd=directory,
+            cwd=self.options.cwd,
+            session_dir=directory,
             env=self.options.env,
             client=client,
             timeout=self.options.timeout,
@@ -144,35 +248,62 @@ class CheckContext:
             self.wires.append(wire)
             yield wire
 
-    async def call(self, wire: AgentWire, method: str, params: Any = None, **kw: Any) -> Response:
-        """A request whose lack of an answer fails the check (with the cause)."""
+    async def call(
+        self, wire: AgentWire, method: str, params: Any = None, *, setup: bool = False, **kw: Any
+    ) -> Response:
+        """A request whose lack of an answer fails the check (with the cause); with ``setup``
+        a timeout makes the check inconclusive instead (see :class:`CheckInconclusive`)."""
         try:
             return await wire.request(method, params, **kw)
+        except WireTimeout as exc:
+            if setup and not wire.eof and self.probe.init is not None:
+                raise CheckInconclusive(f"set-up step {exc}") from exc
+            self.fail(str(exc))
         except WireError as exc:
             self.fail(str(exc))
 
-    async def ready(self, wire: AgentWire, protocol_version: int = 1) -> dict[str, Any]:
+    async def ready(
+        self, wire: AgentWire, protocol_version: int = 1, *, setup: bool = True
+    ) -> dict[str, Any]:
         """``initialize`` (and ``authenticate`` when configured); the initialize result."""
         response = await self.call(
             wire,
             "initialize",
             wire.initialize_params(protocol_version),
             timeout=self.options.startup_timeout,
+            setup=setup,
         )
         result = response.result
         if not response.ok or not isinstance(result, dict):
             self.fail(f"initialize failed: {response.describe()}")
         if self.options.auth_method is not None:
-            auth = await self.call(wire, "authenticate", {"methodId": self.options.auth_method})
+            auth = await self.call(
+                wire, "authenticate", {"methodId": self.options.auth_method}, setup=setup
+            )
             if not auth.ok:
                 self.fail(f"authenticate {self.options.auth_method!r} failed: {auth.describe()}")
         return cast(dict[str, Any], result)
 
-    async def new_session(self, wire: AgentWire, **overrides: Any) -> str:
-        """``session/new`` in the check's directory; the session id."""
-        response = await self.call(wire, "session/new", wire.new_session_params(**overrides))
+    def auth_blocked(self, what: str, response: Response) -> None:
+        """Raise :class:`BlockedByAuth` when ``response`` says authentication is required
+        and the run was given no ``--auth-method``."""
         if response.error_code == AUTH_REQUIRED and self.options.auth_method is None:
-            raise BlockedByAuth(f"session/new: {response.describe()}")
+            raise BlockedByAuth(f"{what}: {response.describe()}")
+
+    async def session_new_response(
+        self, wire: AgentWire, *, setup: bool = True, **overrides: Any
+    ) -> Response:
+        """``session/new`` in the check's directory, answered any way but "authentication
+        required" (which blocks the check, as in every other check)."""
+        response = await self.call(
+            wire, "session/new", wire.new_session_params(**overrides), setup=setup
+        )
+        self.auth_blocked("session/new", response)
+        return response
+
+    async def new_session(self, wire: AgentWire, *, setup: bool = True, **overrides: Any) -> str:
+        """``session/new`` in the check's directory; the session id."""
+        response = await self.session_new_response(wire, setup=setup, **overrides)
         result = response.result
         if not response.ok or not isinstance(result, dict):
             self.fail(f"session/new failed: {response.describe()}")

@@ -15,6 +15,7 @@ Writing a baseline keeps the intermittent entries of the one the run was given.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
@@ -40,6 +41,8 @@ _STATUSES = (
     Status.SKIP,
     Status.NOT_APPLICABLE,
     Status.BLOCKED,
+    Status.NOT_EXERCISED,
+    Status.INCONCLUSIVE,
     Status.INFO,
 )
 
@@ -80,7 +83,7 @@ def write_baseline(report: SuiteReport, path: str | Path) -> None:
     }
     payload: dict[str, Any] = {
         "format": FORMAT,
-        "agent": report.agent,
+        "agent": report.agent.describe() if report.agent else None,
         "expected_failures": dict(sorted(failures.items())),
     }
     if intermittent:
@@ -116,7 +119,7 @@ def to_json(report: SuiteReport) -> dict[str, Any]:
         "format": FORMAT,
         "spec_commit": SPEC_COMMIT,
         "command": list(report.command),
-        "agent": report.agent,
+        "agent": dataclasses.asdict(report.agent) if report.agent else None,
         "verdict": report.verdict,
         "exit_code": report.exit_code,
         "duration": round(report.duration, 3),
@@ -218,6 +221,8 @@ _MARK = {
     Status.SKIP: "SKIP",
     Status.NOT_APPLICABLE: "N/A ",
     Status.BLOCKED: "BLCK",
+    Status.NOT_EXERCISED: "NOEX",
+    Status.INCONCLUSIVE: "INCO",
     Status.INFO: "INFO",
 }
 
@@ -226,8 +231,8 @@ def render_terminal(report: SuiteReport, out: TextIO, *, verbose: bool = False) 
     """The human report: results grouped by area, counts per tier, the verdict."""
     write = out.write
     write(f"ACP conformance of: {' '.join(report.command)}\n")
-    if report.agent:
-        write(f"agent: {report.agent}\n")
+    if report.agent and report.agent.name:
+        write(f"agent: {report.agent.describe()}\n")
     if report.probe_error:
         write(f"!! the first connection failed: {report.probe_error}\n")
     if report.auth_required:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import datetime
 import enum
 import os
+import shlex
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
@@ -28,22 +30,34 @@ from .framework import (
     AUTH_REQUIRED,
     CHECKS,
     BlockedByAuth,
+    CheckBlocked,
     CheckContext,
     CheckFailed,
+    CheckInconclusive,
+    CheckNotExercised,
     CheckSkipped,
     Options,
     Probe,
+    StartFailure,
 )
 from .requirements import REQUIREMENTS, Requirement, Tier
 from .wire import AgentWire, ClientSide, WireError, open_wire
 
 __all__ = (
+    "AUTHENTICATION",
     "RUN_WIDE",
+    "TRANSCRIPTS",
+    "UNJUDGED",
+    "AgentIdentity",
     "Baseline",
     "RequirementResult",
     "Status",
     "SuiteReport",
+    "default_jobs",
+    "identify",
     "judge_run_wide",
+    "probe_agent",
+    "run_check",
     "run_suite",
 )
 
@@ -57,9 +71,22 @@ class Status(enum.Enum):
     PASS = "pass"
     FAIL = "fail"
     SKIP = "skip"
+    """Could not be exercised this time (a race the agent won, an option not given)."""
     NOT_APPLICABLE = "n/a"
     BLOCKED = "blocked"
+    """A precondition failed elsewhere (:attr:`RequirementResult.blocked_by`)."""
+    NOT_EXERCISED = "not-exercised"
+    """The agent never did what the requirement is about: nothing was judged."""
+    INCONCLUSIVE = "inconclusive"
+    """A set-up step timed out twice although the probe's succeeded (load on the machine)."""
     INFO = "info"
+
+
+UNJUDGED = frozenset({Status.SKIP, Status.BLOCKED, Status.NOT_EXERCISED, Status.INCONCLUSIVE})
+"""Statuses of an applicable requirement that was not judged (neither pass nor fail)."""
+
+AUTHENTICATION = "authentication"
+""":attr:`RequirementResult.blocked_by` of a check the agent's login requirement blocked."""
 
 
 class Baseline(Mapping[str, str]):
@@ -108,11 +135,24 @@ class RequirementResult:
     line), judged by ACP-SCHEMA-001 over the whole run."""
     unknown_fields: list[str] = field(default_factory=list[str])
     """Fields outside the schema in those messages (judged by ACP-SCHEMA-002)."""
+    unstable_fields: list[str] = field(default_factory=list[str])
+    """Fields of the protocol's unstable schema in those messages (informational)."""
+    blocked_by: str | None = None
+    """For ``blocked``: the requirement whose failure blocked this one, or
+    :data:`AUTHENTICATION`."""
+    attempts: int = 1
+    """How many times the check ran (an inconclusive set-up is retried once)."""
 
     @property
     def judged(self) -> bool:
         """Whether a failure here makes the agent non-conformant."""
         return self.requirement.tier in (Tier.MANDATORY, Tier.CAPABILITY)
+
+    @property
+    def unjudged(self) -> bool:
+        """A mandatory (or applicable capability) requirement that was neither passed nor
+        failed: skipped, blocked, not exercised or inconclusive."""
+        return self.judged and self.status in UNJUDGED
 
     @property
     def unexpected_failure(self) -> bool:
@@ -129,27 +169,69 @@ class RequirementResult:
 
 
 @dataclass
+class AgentIdentity:
+    """The agent under test: how it was started, and what it said it is."""
+
+    command: tuple[str, ...]
+    cwd: str
+    """The working directory it ran in."""
+    name: str | None = None
+    version: str | None = None
+    title: str | None = None
+
+    def describe(self) -> str:
+        """``name version``, or the command when the agent sent no ``agentInfo``."""
+        if self.name:
+            return " ".join(part for part in (self.name, self.version) if part)
+        return shlex.join(self.command)
+
+
+@dataclass
 class SuiteReport:
     command: tuple[str, ...]
     results: list[RequirementResult]
     duration: float
-    agent: str | None = None
+    agent: AgentIdentity | None = None
     probe_error: str | None = None
     auth_required: bool = False
+    start_failure: StartFailure | None = None
+    """The agent could not be started or did not answer ``initialize``: nothing was judged."""
+    strict: bool = False
+    """An unjudged mandatory requirement counts as a failure."""
+    started_at: str = ""
+    """When the run started (ISO 8601, UTC)."""
+
+    @property
+    def unjudged(self) -> list[RequirementResult]:
+        """Mandatory and applicable capability requirements that could not be judged."""
+        return [r for r in self.results if r.unjudged and r.expected_failure is None]
 
     @property
     def verdict(self) -> str:
+        if self.start_failure is not None:
+            return "could not start"
         if any(r.unexpected_failure for r in self.results):
             return "non-conformant"
-        if any(r.status is Status.BLOCKED and r.judged for r in self.results):
+        if self.strict and self.unjudged:
+            return "non-conformant"
+        if any(
+            r.status is Status.BLOCKED and r.judged and r.blocked_by == AUTHENTICATION
+            for r in self.results
+        ):
             return "blocked by authentication"
         return "conformant"
 
     @property
     def exit_code(self) -> int:
-        """0 conformant; 1 a mandatory (or applicable capability) requirement failed
-        unexpectedly; 3 blocked by authentication."""
-        return {"conformant": 0, "non-conformant": 1}.get(self.verdict, 3)
+        """0 conformant; 1 non-conformant (a mandatory or applicable capability requirement
+        failed unexpectedly, or with ``strict`` could not be judged); 3 blocked by
+        authentication; 4 the agent could not be started (or did not answer initialize)."""
+        return {
+            "conformant": 0,
+            "non-conformant": 1,
+            "blocked by authentication": 3,
+            "could not start": 4,
+        }[self.verdict]
 
     def counts(self) -> dict[str, dict[str, int]]:
         """tier -> status -> count."""
@@ -191,18 +273,26 @@ def _transcript(wires: Iterable[AgentWire]) -> tuple[list[dict[str, Any]], str]:
 
 
 async def probe_agent(options: Options) -> Probe:
-    """initialize (+ authenticate) and session/new once, to learn what the agent offers."""
+    """initialize (+ authenticate) and session/new once, to learn what the agent offers; a
+    :class:`StartFailure` when it cannot be started or does not answer ``initialize``."""
     probe = Probe()
     with tempfile.TemporaryDirectory(prefix="probe-", dir=options.workdir) as directory:
+        wire: AgentWire | None = None
         try:
             async with open_wire(
                 options.command,
-                cwd=Path(directory),
+                cwd=options.cwd,
+                session_dir=Path(directory),
                 env=options.env,
                 client=ClientSide(),
                 timeout=options.timeout,
             ) as wire:
-                init = await wire.initialize(timeout=options.startup_timeout)
+                try:
+                    init = await wire.initialize(timeout=options.startup_timeout)
+                except WireError as exc:
+                    probe.start_failure = await _start_failure(options, wire, exc)
+                    probe.error = probe.start_failure.describe()
+                    return probe
                 init_result = init.result
                 if not init.ok or not isinstance(init_result, dict):
                     probe.error = f"initialize failed: {init.describe()}"
@@ -225,8 +315,69 @@ async def probe_agent(options: Options) -> Probe:
         except WireError as exc:
             probe.error = str(exc)
         except (ProcessStartError, OSError) as exc:
-            probe.error = f"{type(exc).__name__}: {exc}"
+            probe.start_failure = _cannot_start(options, exc)
+            probe.error = probe.start_failure.describe()
     return probe
+
+
+def _cannot_start(options: Options, exc: OSError) -> StartFailure:
+    program = options.command[0] if options.command else ""
+    cause = f"cannot start the agent: {exc}"
+    if "/" in program:
+        where = Path(program) if Path(program).is_absolute() else options.cwd / program
+        hint = (
+            f"{where} does not exist or is not executable (a relative path is taken from "
+            f"{options.cwd}; run the suite from the agent's directory or pass --cwd)"
+        )
+    else:
+        hint = (
+            f"{program!r} is not on PATH or not executable; give its path, or the interpreter "
+            "and the script (subagents conformance -- python my_agent.py)"
+        )
+    return StartFailure(cause, hint)
+
+
+async def _start_failure(options: Options, wire: AgentWire, exc: WireError) -> StartFailure:
+    """Why ``initialize`` went unanswered: the process ended, or wrote no answer in time."""
+    exit_ = wire.process.exit
+    if exit_ is None and wire.eof:
+        exit_ = await wire.wait_exit(1.0)
+    stdout = tuple(line.text(300) for line in wire.agent_lines()[:5])
+    noise = [line for line in wire.agent_lines() if not line.is_message]
+    stderr_tail = wire.process.stderr_tail()[-2000:]
+    command = shlex.join(options.command)
+    if exit_ is not None:
+        cause = "the agent exited before answering initialize"
+        hint = (
+            f"run it by hand to see why: cd {shlex.quote(str(options.cwd))} && {command} "
+            "(the stderr tail below is its last words)"
+        )
+        if not stderr_tail.strip() and exit_.returncode == 0:
+            hint = (
+                "it exited at once with status 0: an ACP agent keeps reading requests on "
+                "stdin until it closes"
+            )
+        return StartFailure(
+            cause,
+            hint,
+            exit_status=exit_.describe().split(";")[0],
+            stderr_tail=stderr_tail,
+            stdout_lines=stdout,
+        )
+    cause = f"the agent did not answer initialize within {options.startup_timeout:g} s"
+    if noise:
+        hint = (
+            f"it wrote {len(noise)} line(s) to stdout that are not JSON-RPC messages: an ACP "
+            "agent writes only ACP messages to stdout (logs go to stderr)"
+        )
+    elif wire.agent_lines():
+        hint = "it wrote messages, but none answered initialize"
+    else:
+        hint = (
+            "it wrote nothing to stdout; make sure it speaks ACP over stdio (some agents need "
+            "a flag such as --acp), or raise --startup-timeout if it is slow to start"
+        )
+    return StartFailure(cause, hint, stderr_tail=stderr_tail, stdout_lines=stdout)
 
 
 async def _unwrapped(check: Callable[[CheckContext], Awaitable[None]], ctx: CheckContext) -> None:
@@ -241,8 +392,26 @@ async def _unwrapped(check: Callable[[CheckContext], Awaitable[None]], ctx: Chec
         raise
 
 
-async def run_check(requirement: Requirement, options: Options, probe: Probe) -> RequirementResult:
-    """Run one requirement's check (or judge it not applicable)."""
+TRANSCRIPTS = ("failures", "all", "none")
+"""Which checks' transcripts a report keeps: every check that did not pass (the default),
+every check, or none."""
+
+
+async def run_check(
+    requirement: Requirement,
+    options: Options,
+    probe: Probe,
+    *,
+    transcripts: str = "failures",
+) -> RequirementResult:
+    """Run one requirement's check (or judge it not applicable); a check whose set-up timed
+    out although the probe's succeeded runs once more, then is ``inconclusive``."""
+    if transcripts not in TRANSCRIPTS:
+        raise ValueError(f"transcripts must be one of {', '.join(TRANSCRIPTS)}")
+    if probe.start_failure is not None:
+        return RequirementResult(
+            requirement, Status.NOT_APPLICABLE, f"not run: {probe.start_failure.describe()}"
+        )
     if (
         requirement.gate is not None
         and probe.init is not None
@@ -257,10 +426,24 @@ async def run_check(requirement: Requirement, options: Options, probe: Probe) ->
             Status.NOT_APPLICABLE,
             f"unknown whether {requirement.gate} holds: {probe.error}",
         )
+    result = await _run_once(requirement, options, probe, transcripts)
+    if result.status is Status.INCONCLUSIVE:
+        first = result.message
+        result = await _run_once(requirement, options, probe, transcripts)
+        result.attempts = 2
+        if result.status is Status.INCONCLUSIVE:
+            result.message = f"{result.message} (twice; first: {first})"
+    return result
+
+
+async def _run_once(
+    requirement: Requirement, options: Options, probe: Probe, transcripts: str
+) -> RequirementResult:
     ctx = CheckContext(requirement, options, probe)
     started = time.monotonic()
     status = Status.INFO if requirement.tier is Tier.INFORMATIONAL else Status.PASS
     message = ""
+    blocked_by: str | None = None
     try:
         with anyio.fail_after(options.check_timeout):
             await _unwrapped(CHECKS[requirement.id], ctx)
@@ -268,8 +451,15 @@ async def run_check(requirement: Requirement, options: Options, probe: Probe) ->
         status, message = Status.FAIL, str(exc)
     except CheckSkipped as exc:
         status, message = Status.SKIP, str(exc)
+    except CheckNotExercised as exc:
+        status, message = Status.NOT_EXERCISED, str(exc)
+    except CheckBlocked as exc:
+        status, message, blocked_by = Status.BLOCKED, f"blocked by {exc.by}: {exc}", exc.by
     except BlockedByAuth as exc:
-        status, message = Status.BLOCKED, f"blocked by authentication ({exc}); pass --auth-method"
+        status, blocked_by = Status.BLOCKED, AUTHENTICATION
+        message = f"blocked by authentication ({exc}); {probe.auth_advice()}"
+    except CheckInconclusive as exc:
+        status, message = Status.INCONCLUSIVE, f"inconclusive: {exc}"
     except TimeoutError:
         status, message = (
             Status.FAIL,
@@ -281,10 +471,18 @@ async def run_check(requirement: Requirement, options: Options, probe: Probe) ->
         status, message = Status.FAIL, f"cannot start the agent: {exc}"
     except Exception as exc:  # a defect of the suite, or an agent answer it did not foresee
         status, message = Status.FAIL, f"the check raised {type(exc).__name__}: {exc}"
+    if requirement.tier is Tier.INFORMATIONAL and status is Status.PASS:
+        status = Status.INFO
     duration = time.monotonic() - started
     result = RequirementResult(requirement, status, message, duration, list(ctx.notes))
-    result.schema_errors, result.unknown_fields = _schema_findings(ctx.wires)
-    if status in (Status.FAIL, Status.SKIP, Status.BLOCKED):
+    result.blocked_by = blocked_by
+    result.schema_errors, result.unknown_fields, result.unstable_fields = _schema_findings(
+        ctx.wires
+    )
+    keep = transcripts == "all" or (
+        transcripts == "failures" and status not in (Status.PASS, Status.INFO)
+    )
+    if keep:
         result.transcript, result.stderr_tail = _transcript(ctx.wires)
     if status is Status.INFO and not message:
         result.message = "; ".join(ctx.notes)
@@ -295,14 +493,17 @@ SCHEMA_FINDINGS_KEPT = 20
 """At most this many schema findings of one check are kept for the run-wide judgement."""
 
 
-def _schema_findings(wires: Iterable[AgentWire]) -> tuple[list[str], list[str]]:
+def _schema_findings(wires: Iterable[AgentWire]) -> tuple[list[str], list[str], list[str]]:
     errors: list[str] = []
     unknown: list[str] = []
+    unstable: list[str] = []
     for wire in wires:
         for line in wire.agent_lines():
             errors.extend(e for e in line.schema_errors if e not in errors)
             unknown.extend(u for u in line.unknown_fields if u not in unknown)
-    return errors[:SCHEMA_FINDINGS_KEPT], unknown[:SCHEMA_FINDINGS_KEPT]
+            unstable.extend(u for u in line.unstable_fields if u not in unstable)
+    kept = SCHEMA_FINDINGS_KEPT
+    return errors[:kept], unknown[:kept], unstable[:kept]
 
 
 RUN_WIDE: dict[str, tuple[str, Callable[[RequirementResult], list[str]]]] = {
@@ -349,69 +550,96 @@ def judge_run_wide(results: Mapping[str, RequirementResult]) -> None:
 
 
 def _in_workdir(options: Options, root: str) -> Options:
-    """``options`` for a run whose checks get their directories under ``root``."""
-    command = list(options.command)
-    if command and "/" in command[0]:
-        # Checks run in their own directories: a relative program path means this one.
-        command[0] = os.path.abspath(command[0])
-    return dataclasses.replace(options, command=tuple(command), workdir=Path(root).resolve())
+    """``options`` for a run whose checks get their private directories under ``root`` (the
+    agent's own working directory stays ``options.cwd``, made absolute)."""
+    return dataclasses.replace(options, cwd=options.cwd.resolve(), workdir=Path(root).resolve())
+
+
+def default_jobs() -> int:
+    """Checks run at once by default: the cores this process may use (each check has its own
+    agent process; more would make answers late and load look like a finding)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        cores = os.cpu_count() or 1
+    return max(1, cores)
 
 
 async def run_suite(
     options: Options,
     *,
-    jobs: int = 4,
+    jobs: int | None = None,
     only: Iterable[str] | None = None,
     baseline: Mapping[str, str] | None = None,
     on_result: Callable[[RequirementResult, int, int], None] | None = None,
+    strict: bool = False,
+    transcripts: str = "failures",
 ) -> SuiteReport:
     """Run the suite (every requirement, or those in ``only``); see the module docstring.
 
-    ``baseline`` maps requirement ids expected to fail to the reason (a :class:`Baseline`
-    also knows the intermittent ones). ``on_result(result,
-    done, total)`` is called as each check finishes (for progress displays).
+    ``jobs`` defaults to :func:`default_jobs`. ``baseline`` maps requirement ids expected to
+    fail to the reason (a :class:`Baseline` also knows the intermittent ones). ``on_result(result,
+    done, total)`` is called as each check finishes (for progress displays). With ``strict``
+    an unjudged mandatory requirement makes the agent non-conformant. ``transcripts``: see
+    :data:`TRANSCRIPTS`. When the agent cannot be started (or does not answer
+    ``initialize``), no check runs: the report's ``start_failure`` says why.
     """
+    jobs = default_jobs() if jobs is None else jobs
     if jobs < 1:
         raise ValueError("jobs must be at least 1")
+    if transcripts not in TRANSCRIPTS:
+        raise ValueError(f"transcripts must be one of {', '.join(TRANSCRIPTS)}")
     if only is None:
         wanted = list(REQUIREMENTS.values())
     else:
         chosen = {REQUIREMENTS[i].id for i in only}  # an unknown id is a KeyError
         wanted = [r for r in REQUIREMENTS.values() if r.id in chosen]  # in the registry's order
     started = time.monotonic()
+    started_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     with tempfile.TemporaryDirectory(prefix="acp-conformance-") as root:
         options = _in_workdir(options, root)
         probe = await probe_agent(options)
         results: dict[str, RequirementResult] = {}
-        limiter = anyio.CapacityLimiter(jobs)
+        if probe.start_failure is None:
+            limiter = anyio.CapacityLimiter(jobs)
 
-        async def one(requirement: Requirement) -> None:
-            async with limiter:
-                result = await run_check(requirement, options, probe)
-            if baseline and requirement.id in baseline:
-                result.expected_failure = baseline[requirement.id]
-                result.intermittent = (
-                    isinstance(baseline, Baseline) and requirement.id in baseline.intermittent
-                )
-            results[requirement.id] = result
-            if on_result is not None:
-                on_result(result, len(results), len(wanted))
+            async def one(requirement: Requirement) -> None:
+                async with limiter:
+                    result = await run_check(requirement, options, probe, transcripts=transcripts)
+                if baseline and requirement.id in baseline:
+                    result.expected_failure = baseline[requirement.id]
+                    result.intermittent = (
+                        isinstance(baseline, Baseline) and requirement.id in baseline.intermittent
+                    )
+                results[requirement.id] = result
+                if on_result is not None:
+                    on_result(result, len(results), len(wanted))
 
-        async with anyio.create_task_group() as tg:
-            for requirement in wanted:
-                tg.start_soon(one, requirement)
-    judge_run_wide(results)
-    agent = None
-    if probe.init is not None:
-        info = probe.init.get("agentInfo")
-        if isinstance(info, dict):
-            info = cast(dict[str, Any], info)
-            agent = f"{info.get('name')} {info.get('version')}"
+            async with anyio.create_task_group() as tg:
+                for requirement in wanted:
+                    tg.start_soon(one, requirement)
+            judge_run_wide(results)
     return SuiteReport(
         command=options.command,
-        results=[results[r.id] for r in wanted],
+        results=[results[r.id] for r in wanted if r.id in results],
         duration=time.monotonic() - started,
-        agent=agent,
+        agent=identify(options, probe),
         probe_error=probe.error,
         auth_required=probe.auth_required,
+        start_failure=probe.start_failure,
+        strict=strict,
+        started_at=started_at,
     )
+
+
+def identify(options: Options, probe: Probe) -> AgentIdentity:
+    """The agent as the report names it: its command and cwd, and its ``agentInfo``."""
+    identity = AgentIdentity(options.command, str(options.cwd))
+    info = probe.value("agentInfo") if probe.init is not None else None
+    if isinstance(info, dict):
+        info = cast(dict[str, Any], info)
+        for key in ("name", "version", "title"):
+            value = info.get(key)
+            if isinstance(value, str) and value:
+                setattr(identity, key, value)
+    return identity

@@ -77,6 +77,8 @@ class Line:
     jsonrpc_problem: str | None = None
     schema_errors: list[str] = field(default_factory=list[str])
     unknown_fields: list[str] = field(default_factory=list[str])
+    unstable_fields: list[str] = field(default_factory=list[str])
+    """Fields the stable schema lacks but the protocol's unstable schema defines."""
 
     @property
     def is_message(self) -> bool:
@@ -177,7 +179,8 @@ class AgentWire:
         self.process = process
         self.client = client
         self.cwd = cwd
-        """The check's private directory (absolute): session cwd and fs root."""
+        """The check's private directory (absolute): session cwd and fs root (not the process's
+        working directory, which is the caller's)."""
         self.timeout = timeout
         self.lines: list[Line] = []
         """Everything exchanged, in order (both directions)."""
@@ -517,18 +520,21 @@ class AgentWire:
 async def open_wire(
     command: Sequence[str],
     *,
-    cwd: Path,
+    session_dir: Path,
+    cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
     client: ClientSide | None = None,
     timeout: float = 10.0,
     close_timeout: float = 1.0,
 ) -> AsyncGenerator[AgentWire, None]:
-    """Start ``command`` (inheriting this environment plus ``env``) and wrap it.
+    """Start ``command`` in ``cwd`` (this process's working directory when ``None``),
+    inheriting this environment plus ``env``, and wrap it; ``session_dir`` (made if missing)
+    is the private directory its sessions work in (:attr:`AgentWire.cwd`).
 
     On exit the process gets the shutdown ladder: close stdin, wait ``close_timeout`` for it
     to exit, then SIGTERM and SIGKILL its group (1 s each).
     """
-    cwd.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - a private temp dir, instant
+    session_dir.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - a private temp dir
     async with open_agent_process(
         command,
         env=env,
@@ -539,7 +545,7 @@ async def open_wire(
         kill_timeout=1.0,
         name="agent-under-test",
     ) as process:
-        resolved = cwd.resolve()  # noqa: ASYNC240 - a private temp dir, instant
+        resolved = session_dir.resolve()  # noqa: ASYNC240 - a private temp dir, instant
         wire = AgentWire(process, client or ClientSide(), resolved, timeout)
         raised: BaseException | None = None  # re-raised as itself, not in an ExceptionGroup
         async with anyio.create_task_group() as tg:

@@ -1,15 +1,14 @@
 """``subagents conformance [options] -- AGENT COMMAND...``: the suite from a terminal or CI.
 
-Exit status: 0 conformant (no mandatory or applicable capability requirement failed, outside
-the baseline); 1 non-conformant; 2 bad usage (unknown option, unreadable baseline, no
-command); 3 blocked by authentication (pass ``--auth-method``).
+The agent command runs as the user's shell would run it: in the current directory (or
+``--cwd``), so ``-- python my_agent.py`` works from the agent's own directory; only each ACP
+session's ``cwd`` is a private directory per check. See :data:`EXIT_STATUSES`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import signal
 import sys
@@ -18,7 +17,19 @@ from typing import TextIO, cast
 
 import anyio
 
-__all__ = ("add_parser", "run")
+__all__ = ("EXIT_STATUSES", "add_parser", "run")
+
+EXIT_STATUSES = """\
+exit status:
+  0    conformant: no mandatory (or advertised capability) requirement failed outside the
+       baseline; the verdict line names the mandatory requirements that could not be judged
+  1    non-conformant (with --strict also: a mandatory requirement could not be judged)
+  2    bad usage: unknown option, unreadable baseline, no agent command
+  3    blocked by authentication: the agent wants a login (pass --auth-method ID)
+  4    could not start: the agent command did not start, exited, or did not answer
+       initialize within --startup-timeout (nothing else is run)
+  130  interrupted (every agent process was stopped)
+"""
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:  # pyright: ignore[reportPrivateUsage]
@@ -29,10 +40,39 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "Run every ACP conformance check against an agent binary (each check starts its own "
             "agent process) and report a verdict per requirement."
         ),
-        epilog="example: subagents conformance --json report.json -- python -m my_agent --flag",
+        epilog=(
+            "example, from your agent's directory:\n"
+            "  subagents conformance --json report.json -- python my_agent.py --flag\n\n"
+            + EXIT_STATUSES
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--json", metavar="FILE", help="write the JSON report here")
     parser.add_argument("--junit", metavar="FILE", help="write a JUnit XML report here")
+    parser.add_argument(
+        "--junit-advisory-failures",
+        action="store_true",
+        help="write advisory failures as JUnit <failure>s (default: passes carrying the finding)",
+    )
+    parser.add_argument(
+        "--transcripts",
+        choices=("failures", "all", "none"),
+        default="failures",
+        help="which checks' transcripts the JSON report keeps (default: every check that did "
+        "not pass)",
+    )
+    parser.add_argument(
+        "--cwd",
+        metavar="DIR",
+        help="the agent's working directory (default: the current one; relative paths in the "
+        "agent command are taken from it)",
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="a mandatory requirement that could not be judged (skipped, not exercised, "
+        "blocked, inconclusive) makes the agent non-conformant",
+    )
     parser.add_argument(
         "--baseline", metavar="FILE", help="expected failures (JSON); stale entries are reported"
     )
@@ -42,9 +82,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--jobs",
         type=int,
-        default=max(2, min(4, (os.cpu_count() or 2) * 2)),
+        default=None,
         metavar="N",
-        help="checks run at once (each has its own agent process; default: %(default)s)",
+        help="checks run at once (each has its own agent process; default: the cores this "
+        "machine gives the suite)",
     )
     parser.add_argument("--auth-method", metavar="ID", help="authenticate with this method first")
     parser.add_argument(
@@ -61,6 +102,26 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default="slow",
         metavar="TEXT",
         help="a prompt the agent works on long enough to be cancelled (default: %(default)s)",
+    )
+    for flag, default, what in (
+        ("--fs-prompt", "fs", "makes the agent read and write files through the client"),
+        ("--terminal-prompt", "terminal", "makes the agent run a command in a client terminal"),
+        ("--tool-prompt", "tool", "makes the agent call a tool that asks for permission"),
+        ("--plan-prompt", "plan", "makes the agent send a plan"),
+    ):
+        parser.add_argument(
+            flag,
+            default=default,
+            metavar="TEXT",
+            help=f"a prompt that {what} (default: %(default)s)",
+        )
+    parser.add_argument(
+        "--cancel-rounds",
+        type=int,
+        default=6,
+        metavar="N",
+        help="cancelled turns per cancel check, each cancelled at another moment "
+        "(default: %(default)s)",
     )
     parser.add_argument(
         "--timeout",
@@ -137,12 +198,25 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
                 f"{', '.join(unknown)}\n"
             )
             return 2
-    if args.jobs < 1:
+    if args.jobs is not None and args.jobs < 1:
         err.write("subagents conformance: --jobs must be at least 1\n")
+        return 2
+    if args.cancel_rounds < 1:
+        err.write("subagents conformance: --cancel-rounds must be at least 1\n")
+        return 2
+    cwd = Path(args.cwd) if args.cwd else Path.cwd()
+    if not cwd.is_dir():
+        err.write(f"subagents conformance: --cwd {args.cwd}: no such directory\n")
         return 2
     options = Options(
         command=tuple(command),
         env=env,
+        cwd=cwd.resolve(),
+        fs_prompt=args.fs_prompt,
+        terminal_prompt=args.terminal_prompt,
+        tool_prompt=args.tool_prompt,
+        plan_prompt=args.plan_prompt,
+        cancel_rounds=args.cancel_rounds,
         timeout=args.timeout,
         startup_timeout=args.startup_timeout,
         check_timeout=args.check_timeout,
@@ -181,7 +255,13 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             tg.start_soon(stop_on_signal)
             found.append(
                 await run_suite(
-                    options, jobs=args.jobs, only=only, baseline=baseline, on_result=progress
+                    options,
+                    jobs=args.jobs,
+                    only=only,
+                    baseline=baseline,
+                    on_result=progress,
+                    strict=args.strict,
+                    transcripts=args.transcripts,
                 )
             )
             tg.cancel_scope.cancel()
@@ -191,11 +271,21 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     if report is None:
         err.write("\nsubagents conformance: interrupted; every agent process was stopped\n")
         return 130
-    render_terminal(report, out, verbose=args.verbose)
+    written = [name for name in (args.json, args.junit) if name]
+    hint = (
+        f"transcripts of the failures: {' and '.join(written)}"
+        if written
+        else "rerun with --json FILE (or --junit FILE) for the transcripts of the failures"
+    )
+    render_terminal(report, out, verbose=args.verbose, transcript_hint=hint)
     if args.json:
         Path(args.json).write_text(json.dumps(to_json(report), indent=2) + "\n", encoding="utf-8")
     if args.junit:
-        Path(args.junit).write_text(to_junit(report) + "\n", encoding="utf-8")
+        junit = to_junit(report, advisory_failures=args.junit_advisory_failures)
+        Path(args.junit).write_text(junit + "\n", encoding="utf-8")
     if args.write_baseline:
-        write_baseline(report, args.write_baseline)
+        if report.start_failure is not None:
+            err.write("subagents conformance: the agent did not start; no baseline written\n")
+        else:
+            write_baseline(report, args.write_baseline)
     return report.exit_code

@@ -1,10 +1,14 @@
 """Reports of a suite run: for people (terminal), for machines (JSON, JUnit XML), baselines.
 
-The JSON report (``format: "subagents-acp-conformance/1"``) has the run (command, agent,
-verdict, exit code, duration, counts per tier and status) and one entry per requirement: id,
-area, tier, gate, text, citation, status, duration, message, notes, whether the baseline
-expected it to fail, and on fail / skip / blocked the transcript (each line with process
-number, time, direction and text, or base64 when it is not UTF-8) and the stderr tail.
+The JSON report (``format: "subagents-acp-conformance/2"``, described by ``report.schema.json``
+beside this module) has the run (suite version, spec version and commit, start time, command,
+the agent as an object: command, cwd, and name/version/title from ``initialize``, verdict, exit
+code, duration, counts per tier and status, the unjudged mandatory requirements, why the agent
+could not start) and one entry per requirement: id, area, tier, gate, text, citation, status,
+duration, message, notes, what blocked it, whether the baseline expected it to fail, and for
+every check that did not pass (or every check, with ``--transcripts all``) the transcript (each
+line with process number, time, direction and text, or base64 when it is not UTF-8) and the
+stderr tail.
 
 A baseline file lists requirements expected to fail, with the reason:
 ``{"expected_failures": {"ACP-INIT-003": "echoes the requested version"}}``, and optionally
@@ -17,23 +21,30 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shlex
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO, cast
 
+from .. import __version__
 from .requirements import SPEC_COMMIT, Tier
-from .runner import Baseline, RequirementResult, Status, SuiteReport
+from .runner import UNJUDGED, Baseline, RequirementResult, Status, SuiteReport
+
+PROTOCOL_VERSION = 1
+"""The ACP protocol version the suite judges."""
 
 __all__ = (
+    "exchange_line",
     "load_baseline",
     "render_terminal",
     "to_json",
     "to_junit",
+    "verdict_line",
     "write_baseline",
 )
 
-FORMAT = "subagents-acp-conformance/1"
+FORMAT = "subagents-acp-conformance/2"
 _TIERS = (Tier.MANDATORY, Tier.CAPABILITY, Tier.ADVISORY, Tier.INFORMATIONAL)
 _STATUSES = (
     Status.PASS,
@@ -104,10 +115,15 @@ def _result_json(result: RequirementResult) -> dict[str, Any]:
         "duration": round(result.duration, 4),
         "message": result.message,
         "notes": result.notes,
+        "blocked_by": result.blocked_by,
+        "attempts": result.attempts,
+        "unjudged": result.unjudged,
         "expected_failure": result.expected_failure,
         "intermittent": result.intermittent,
         "stale_baseline": result.stale_baseline,
     }
+    if result.unstable_fields:
+        entry["unstable_fields"] = result.unstable_fields
     if result.transcript or result.stderr_tail:
         entry["transcript"] = result.transcript
         entry["stderr_tail"] = result.stderr_tail
@@ -115,41 +131,63 @@ def _result_json(result: RequirementResult) -> dict[str, Any]:
 
 
 def to_json(report: SuiteReport) -> dict[str, Any]:
+    failure = report.start_failure
     return {
         "format": FORMAT,
-        "spec_commit": SPEC_COMMIT,
+        "suite_version": __version__,
+        "spec": {"protocol_version": PROTOCOL_VERSION, "commit": SPEC_COMMIT},
+        "started_at": report.started_at,
         "command": list(report.command),
         "agent": dataclasses.asdict(report.agent) if report.agent else None,
         "verdict": report.verdict,
         "exit_code": report.exit_code,
         "duration": round(report.duration, 3),
+        "strict": report.strict,
         "probe_error": report.probe_error,
+        "start_failure": None
+        if failure is None
+        else {**dataclasses.asdict(failure), "stdout_lines": list(failure.stdout_lines)},
         "auth_required": report.auth_required,
         "counts": report.counts(),
+        "unjudged": [r.requirement.id for r in report.unjudged],
         "stale_baseline": [r.requirement.id for r in report.results if r.stale_baseline],
         "requirements": [_result_json(r) for r in report.results],
     }
 
 
-def to_junit(report: SuiteReport) -> str:
-    """JUnit XML: one testsuite per area, one testcase per requirement."""
+def to_junit(report: SuiteReport, *, advisory_failures: bool = False) -> str:
+    """JUnit XML: one testsuite per area, one testcase per requirement.
+
+    A failing mandatory or capability requirement is a ``<failure>``; an advisory one is a
+    passing testcase carrying the finding (property ``finding`` and ``system-out``) unless
+    ``advisory_failures``, so CI agrees with the verdict. Unjudged, not applicable and blocked
+    requirements are ``<skipped>`` with the cause; an agent that could not start is one
+    ``<error>``.
+    """
     root = ET.Element("testsuites", name="ACP conformance", time=f"{report.duration:.3f}")
+    if report.start_failure is not None:
+        failure = report.start_failure
+        suite = ET.SubElement(
+            root, "testsuite", name="ACP-START", tests="1", failures="0", errors="1", skipped="0"
+        )
+        case = ET.SubElement(suite, "testcase", classname="acp.start", name="the agent starts")
+        error = ET.SubElement(case, "error", message=_clean(failure.describe())[:1000])
+        error.text = _clean(_start_failure_text(report))
+        return ET.tostring(root, encoding="unicode", xml_declaration=True)
     areas: dict[str, list[RequirementResult]] = {}
     for result in report.results:
         areas.setdefault(result.requirement.area, []).append(result)
     for area, results in areas.items():
-        failures = sum(1 for r in results if r.status is Status.FAIL)
-        skipped = sum(
-            1 for r in results if r.status in (Status.SKIP, Status.NOT_APPLICABLE, Status.BLOCKED)
-        )
+        failing = [r for r in results if _junit_failure(r, advisory_failures)]
+        skipped = [r for r in results if _junit_skipped(r)]
         suite = ET.SubElement(
             root,
             "testsuite",
             name=f"ACP-{area}",
             tests=str(len(results)),
-            failures=str(failures),
+            failures=str(len(failing)),
             errors="0",
-            skipped=str(skipped),
+            skipped=str(len(skipped)),
             time=f"{sum(r.duration for r in results):.3f}",
         )
         for result in results:
@@ -162,27 +200,51 @@ def to_junit(report: SuiteReport) -> str:
                 time=f"{result.duration:.3f}",
             )
             properties = ET.SubElement(case, "properties")
-            for name, value in (
+            values = [
                 ("citation", requirement.citation),
                 ("tier", requirement.tier.value),
                 ("status", result.status.value),
-            ):
-                ET.SubElement(properties, "property", name=name, value=value)
-            if result.status is Status.FAIL:
-                kind = "failure" if result.expected_failure is None else "skipped"
-                element = ET.SubElement(case, kind, message=_clean(result.message)[:1000])
-                if kind == "failure":
-                    element.set("type", requirement.tier.value)
+            ]
+            if result.blocked_by:
+                values.append(("blocked_by", result.blocked_by))
+            out = list(result.notes)
+            if result.status is Status.FAIL and not _junit_failure(result, advisory_failures):
+                reason = (
+                    f"expected by the baseline: {result.expected_failure}"
+                    if result.expected_failure is not None
+                    else f"advisory ({requirement.tier.value}): not a conformance failure"
+                )
+                values += [("finding", result.message), ("accepted", reason)]
+                out = [f"FINDING ({reason}): {result.message}", *out]
+            for name, value in values:
+                ET.SubElement(properties, "property", name=name, value=_clean(value))
+            if _junit_failure(result, advisory_failures):
+                element = ET.SubElement(
+                    case,
+                    "failure",
+                    message=_clean(result.message)[:1000],
+                    type=requirement.tier.value,
+                )
                 element.text = _clean(_failure_text(result))
-            elif result.status in (Status.SKIP, Status.NOT_APPLICABLE, Status.BLOCKED):
+            elif _junit_skipped(result):
                 ET.SubElement(
                     case, "skipped", message=_clean(f"{result.status.value}: {result.message}")
                 )
-            if result.notes:
-                ET.SubElement(case, "system-out").text = _clean("\n".join(result.notes))
+            if out:
+                ET.SubElement(case, "system-out").text = _clean("\n".join(out))
             if result.stderr_tail:
                 ET.SubElement(case, "system-err").text = _clean(result.stderr_tail)
     return ET.tostring(root, encoding="unicode", xml_declaration=True)
+
+
+def _junit_failure(result: RequirementResult, advisory_failures: bool) -> bool:
+    if result.status is not Status.FAIL or result.expected_failure is not None:
+        return False
+    return result.judged or (advisory_failures and result.requirement.tier is Tier.ADVISORY)
+
+
+def _junit_skipped(result: RequirementResult) -> bool:
+    return result.status in UNJUDGED or result.status is Status.NOT_APPLICABLE
 
 
 def _clean(text: str) -> str:
@@ -213,6 +275,65 @@ def _failure_text(result: RequirementResult) -> str:
     return "\n".join(lines)
 
 
+def exchange_line(result: RequirementResult, limit: int = 100) -> str | None:
+    """One line of the last request the client sent in a check and what came back to it
+    (``session/prompt #3 -> {"result": ...}``), from its transcript; ``None`` without one."""
+    sent: dict[str, Any] | None = None
+    answer = "no answer"
+    for entry in result.transcript:
+        message = _decoded(entry)
+        if message is None:
+            continue
+        if entry.get("from") == "client" and isinstance(message.get("method"), str):
+            if "id" in message:
+                sent, answer = message, "no answer"
+        elif sent is not None and "method" not in message and message.get("id") == sent["id"]:
+            body = {k: v for k, v in message.items() if k in ("result", "error")}
+            answer = json.dumps(body, ensure_ascii=False)
+    if sent is None:
+        return None
+    params = json.dumps(sent.get("params"), ensure_ascii=False)
+    return f"sent {sent['method']} {_short(params, limit)} -> got {_short(answer, limit)}"
+
+
+def _decoded(entry: Mapping[str, Any]) -> dict[str, Any] | None:
+    text = entry.get("text")
+    if not isinstance(text, str) or "truncated_from" in entry:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return cast(dict[str, Any], value) if isinstance(value, dict) else None
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _start_failure_text(report: SuiteReport) -> str:
+    failure = report.start_failure
+    assert failure is not None
+    agent = report.agent
+    lines = [f"the agent could not be started: {failure.cause}"]
+    lines.append(f"  command: {shlex.join(report.command)}")
+    if agent is not None:
+        lines.append(f"  in:      {agent.cwd}")
+    if failure.exit_status:
+        lines.append(f"  process: {failure.exit_status}")
+    if failure.stdout_lines:
+        lines.append("  stdout (first lines):")
+        lines += [f"    {line}" for line in failure.stdout_lines]
+    tail = failure.stderr_tail.strip()
+    if tail:
+        lines.append("  stderr (last lines):")
+        lines += [f"    {line}" for line in tail.splitlines()[-15:]]
+    else:
+        lines.append("  stderr: empty")
+    lines.append(f"  hint: {failure.hint}")
+    return "\n".join(lines)
+
+
 # -- terminal ---------------------------------------------------------------------------------
 
 _MARK = {
@@ -227,17 +348,32 @@ _MARK = {
 }
 
 
-def render_terminal(report: SuiteReport, out: TextIO, *, verbose: bool = False) -> None:
-    """The human report: results grouped by area, counts per tier, the verdict."""
+def render_terminal(
+    report: SuiteReport,
+    out: TextIO,
+    *,
+    verbose: bool = False,
+    transcript_hint: str = "rerun with --json FILE (or --junit FILE) for the transcripts",
+) -> None:
+    """The human report: results grouped by area, counts per tier, the verdict (or, when the
+    agent could not start, that one answer). A failure line carries the citation and one
+    line of the exchange; ``transcript_hint`` says where the transcripts are."""
     write = out.write
-    write(f"ACP conformance of: {' '.join(report.command)}\n")
-    if report.agent and report.agent.name:
-        write(f"agent: {report.agent.describe()}\n")
+    write(f"ACP conformance of: {shlex.join(report.command)}\n")
+    if report.agent is not None:
+        write(f"  in: {report.agent.cwd}\n")
+        if report.agent.name:
+            write(f"  agent: {report.agent.describe()}\n")
+    if report.start_failure is not None:
+        write("\n" + _start_failure_text(report) + "\n")
+        write(f"\nverdict: COULD NOT START in {report.duration:.1f} s (nothing else was run)\n")
+        return
     if report.probe_error:
         write(f"!! the first connection failed: {report.probe_error}\n")
     if report.auth_required:
-        write("!! the agent asks for authentication before session/new; pass --auth-method ID\n")
+        write("!! the agent asks for authentication before session/new\n")
     area = None
+    failed = False
     for result in report.results:
         requirement = result.requirement
         if requirement.area != area:
@@ -255,25 +391,45 @@ def render_terminal(report: SuiteReport, out: TextIO, *, verbose: bool = False) 
             if detail:
                 line += f"  {detail[:160] if not verbose else detail}"
         write(line.rstrip() + "\n")
+        if result.status is Status.FAIL and result.expected_failure is None:
+            failed = True
+            write(f"        cites {requirement.citation}\n")
+            exchange = exchange_line(result)
+            if exchange:
+                write(f"        {exchange}\n")
     write("\n")
     counts = report.counts()
-    header = "tier".ljust(14) + "".join(s.value.rjust(9) for s in _STATUSES)
-    write(header + "\n")
+    shown = [s for s in _STATUSES if any(s.value in row for row in counts.values())]
+    columns = [(s.value, max(6, len(s.value) + 2)) for s in shown]
+    write("tier".ljust(14) + "".join(name.rjust(width) for name, width in columns) + "\n")
     for tier in _TIERS:
         row = counts.get(tier.value, {})
-        write(
-            tier.value.ljust(14)
-            + "".join(str(row.get(s.value, 0)).rjust(9) for s in _STATUSES)
-            + "\n"
-        )
+        cells = "".join(str(row.get(name, 0)).rjust(width) for name, width in columns)
+        write(tier.value.ljust(14) + cells + "\n")
     stale = [r.requirement.id for r in report.results if r.stale_baseline]
     if stale:
         write(f"\nstale baseline entries (expected to fail, now pass): {', '.join(stale)}\n")
+    if failed and transcript_hint:
+        write(f"\n{transcript_hint}\n")
+    write("\n" + verdict_line(report) + "\n")
+
+
+def verdict_line(report: SuiteReport) -> str:
+    """``verdict: CONFORMANT in 9.1 s; 2 mandatory requirements not judged: ...``."""
+    line = f"verdict: {report.verdict.upper()} in {report.duration:.1f} s"
+    if report.start_failure is not None:
+        return line + " (nothing else was run)"
     unexpected = [r.requirement.id for r in report.results if r.unexpected_failure]
-    write(f"\nverdict: {report.verdict.upper()} in {report.duration:.1f} s")
     if unexpected:
-        write(f" ({len(unexpected)} requirement(s) failed: {', '.join(unexpected)})")
-    write("\n")
+        line += f"; {len(unexpected)} requirement(s) failed: {', '.join(unexpected)}"
+    unjudged = report.unjudged
+    if unjudged:
+        names = ", ".join(f"{r.requirement.id} ({r.status.value})" for r in unjudged)
+        plural = "s" if len(unjudged) > 1 else ""
+        line += f"; {len(unjudged)} mandatory requirement{plural} not judged: {names}"
+        if report.strict:
+            line += " (--strict: each counts as a failure)"
+    return line
 
 
 def baseline_reasons(report: SuiteReport) -> Mapping[str, str]:

@@ -322,7 +322,7 @@ async def probe_agent(options: Options) -> Probe:
 
 def _cannot_start(options: Options, exc: OSError) -> StartFailure:
     program = options.command[0] if options.command else ""
-    cause = f"cannot start the agent: {exc}"
+    cause = str(exc)
     if "/" in program:
         where = Path(program) if Path(program).is_absolute() else options.cwd / program
         hint = (
@@ -342,16 +342,13 @@ async def _start_failure(options: Options, wire: AgentWire, exc: WireError) -> S
     exit_ = wire.process.exit
     if exit_ is None and wire.eof:
         exit_ = await wire.wait_exit(1.0)
-    stdout = tuple(line.text(300) for line in wire.agent_lines()[:5])
+    stdout = tuple(line.raw[:300].decode("utf-8", "replace") for line in wire.agent_lines()[:5])
     noise = [line for line in wire.agent_lines() if not line.is_message]
     stderr_tail = wire.process.stderr_tail()[-2000:]
     command = shlex.join(options.command)
     if exit_ is not None:
         cause = "the agent exited before answering initialize"
-        hint = (
-            f"run it by hand to see why: cd {shlex.quote(str(options.cwd))} && {command} "
-            "(the stderr tail below is its last words)"
-        )
+        hint = f"run it by hand to see why: cd {shlex.quote(str(options.cwd))} && {command}"
         if not stderr_tail.strip() and exit_.returncode == 0:
             hint = (
                 "it exited at once with status 0: an ACP agent keeps reading requests on "

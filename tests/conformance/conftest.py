@@ -121,5 +121,7 @@ def run_against_baseline(
     assert failures - intermittent == expected, run.stdout
     assert run.report["stale_baseline"] == []
     assert run.returncode == 0, run.stdout
-    print(f"{name}: {run.report['agent']} in {run.report['duration']:.1f} s")
+    print(
+        f"{name}: {run.report['agent']['name']} {run.report['agent']['version']} in {run.report['duration']:.1f} s"
+    )
     return run

@@ -19,7 +19,7 @@ def test_subagents_serve_passes_the_conformance_suite(tmp_path: Path) -> None:
         tmp_path, "subagents-serve", [sys.executable, "-m", "subagents", "serve"]
     )
     assert run.report["verdict"] == "conformant"
-    assert run.report["agent"].startswith("subagents-runtime ")
+    assert run.report["agent"]["name"] == "subagents-runtime"
     judged = [
         r["id"]
         for r in run.report["requirements"]

@@ -356,6 +356,59 @@ class _InterruptedTurnEnds(Rewriter):
         return [line]
 
 
+class _UpdateBeforeSessionNew(Rewriter):
+    """Writes an available_commands_update for a new session just before the session/new
+    response that creates it (the endpoint holds updates until the response is written)."""
+
+    async def agent_message(self, message: Message, line: bytes) -> list[bytes]:
+        result = message.get("result")
+        if self.request_of(message)[0] == "session/new" and isinstance(result, dict):
+            session_id = cast(Message, result).get("sessionId")
+            early = {
+                "jsonrpc": "2.0",
+                "method": "session/update",
+                "params": {
+                    "sessionId": session_id,
+                    "update": {
+                        "sessionUpdate": "available_commands_update",
+                        "availableCommands": [],
+                    },
+                },
+            }
+            return [self.encode(early), line]
+        return [line]
+
+
+class _ServesBeforeInitialize(Rewriter):
+    """Answers session/new sent before initialize with a session (the endpoint refuses it with
+    -32600; the rewriter turns that error into a result)."""
+
+    async def agent_message(self, message: Message, line: bytes) -> list[bytes]:
+        error = message.get("error")
+        if (
+            self.request_of(message)[0] == "session/new"
+            and isinstance(error, dict)
+            and cast(Message, error).get("code") == -32600
+        ):
+            served = {"sessionId": "served-before-initialize"}
+            return [self.encode({"jsonrpc": "2.0", "id": message.get("id"), "result": served})]
+        return [line]
+
+
+class _NestedExtraField(Rewriter):
+    """Adds an undefined field inside agentInfo of the initialize result (a nested object:
+    the top level stays clean)."""
+
+    async def agent_message(self, message: Message, line: bytes) -> list[bytes]:
+        result = message.get("result")
+        if self.request_of(message)[0] == "initialize" and isinstance(result, dict):
+            result = cast(Message, result)
+            info = cast(Message, result.get("agentInfo") or {})
+            changed = {**result, "agentInfo": {**info, "buildHash": "0123abcd"}}
+            return [self.encode({**message, "result": changed})]
+        return [line]
+
+
 class _UpdateAfterCancel(Rewriter):
     async def agent_message(self, message: Message, line: bytes) -> list[bytes]:
         method, params = self.request_of(message)
@@ -373,6 +426,109 @@ class _UpdateAfterCancel(Rewriter):
                 },
             }
             return [line, self.encode(late)]
+        return [line]
+
+
+def _is_cancelled_answer(rewriter: Rewriter, message: Message) -> str | None:
+    """The session of a prompt answered ``cancelled`` after a session/cancel, if it is one."""
+    method, params = rewriter.request_of(message)
+    session_id = params.get("sessionId")
+    result = message.get("result")
+    if (
+        method == "session/prompt"
+        and isinstance(session_id, str)
+        and session_id in rewriter.cancelled
+        and isinstance(result, dict)
+        and cast(Message, result).get("stopReason") == "cancelled"
+    ):
+        return session_id
+    return None
+
+
+def _late_update(session_id: str, update: Message) -> bytes:
+    params = {"sessionId": session_id, "update": update}
+    return Rewriter.encode({"jsonrpc": "2.0", "method": "session/update", "params": params})
+
+
+class _SometimesLateAfterCancel(Rewriter):
+    """A race that shows up one time in three: every third cancelled prompt of the process
+    gets one more message chunk after its ``cancelled`` answer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._answered = 0
+
+    async def agent_message(self, message: Message, line: bytes) -> list[bytes]:
+        session_id = _is_cancelled_answer(self, message)
+        if session_id is None:
+            return [line]
+        self._answered += 1
+        if self._answered % 3:
+            return [line]
+        chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "."}}
+        return [line, _late_update(session_id, chunk)]
+
+
+class _UsageAfterCancel(Rewriter):
+    """Reports the context window's usage after answering a cancelled prompt."""
+
+    async def agent_message(self, message: Message, line: bytes) -> list[bytes]:
+        session_id = _is_cancelled_answer(self, message)
+        if session_id is None:
+            return [line]
+        usage = {"sessionUpdate": "usage_update", "used": 1200, "size": 200000}
+        return [line, _late_update(session_id, usage)]
+
+
+class _CancelledLeftovers(Rewriter):
+    """The turn after a cancelled one is answered with what the cancelled turn said: its
+    first message chunk carries the cancelled turn's text instead of its own."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._said: dict[str, list[str]] = {}
+        self._leftover: dict[str, str] = {}
+
+    async def agent_message(self, message: Message, line: bytes) -> list[bytes]:
+        params = cast(Message, message.get("params") or {})
+        session_id = params.get("sessionId")
+        if _update_kind(message) == "agent_message_chunk" and isinstance(session_id, str):
+            update = cast(Message, params["update"])
+            leftover = self._leftover.pop(session_id, None)
+            if leftover is not None:
+                content = {"type": "text", "text": leftover}
+                return [_late_update(session_id, {**update, "content": content})]
+            self._said.setdefault(session_id, []).append(
+                str(cast(Message, update.get("content") or {}).get("text", ""))
+            )
+        elif _is_response(message) and self.request_of(message)[0] == "session/prompt":
+            prompted = self.request_of(message)[1].get("sessionId")
+            said = self._said.pop(str(prompted), [])
+            if _is_cancelled_answer(self, message):
+                self._leftover[str(prompted)] = "".join(said)
+        return [line]
+
+
+class _CancelOutlivesTurn(Rewriter):
+    """The prompt after a cancelled turn is answered ``cancelled`` too (the cancel flag is
+    never reset)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._stale: set[str] = set()
+
+    async def agent_message(self, message: Message, line: bytes) -> list[bytes]:
+        method, params = self.request_of(message)
+        result = message.get("result")
+        if method != "session/prompt" or not isinstance(result, dict):
+            return [line]
+        session_id = str(params.get("sessionId"))
+        if _is_cancelled_answer(self, message):
+            self._stale.add(session_id)
+        elif session_id in self._stale:
+            self._stale.discard(session_id)
+            wrong = {**cast(Message, result), "stopReason": "cancelled"}
+            return [self.encode({**message, "result": wrong})]
         return [line]
 
 
@@ -446,6 +602,55 @@ class _RefusesMcp(_Mutant):
         if params.mcp_servers:
             raise RPCError.invalid_params({"mcpServers": "MCP servers are not supported"})
         return await super().new_session(params, conn)
+
+
+class _IgnoresStdioMcp(_Mutant):
+    """Accepts stdio MCP servers in session/new but never starts them (it logs so)."""
+
+    async def new_session(
+        self, params: NewSessionRequest, conn: ClientConnection
+    ) -> NewSessionResponse:
+        kept: list[acp.McpServer] = []
+        for server in params.mcp_servers:
+            if isinstance(server, acp.McpServerStdio):
+                sys.stderr.write(f"rejecting non-http/sse MCP server {server.name!r}\n")
+            else:
+                kept.append(server)
+        return await super().new_session(params.model_copy(update={"mcp_servers": kept}), conn)
+
+
+class _FirstMcpServerOnly(_Mutant):
+    """Connects to the first MCP server of session/new and ignores the others."""
+
+    async def new_session(
+        self, params: NewSessionRequest, conn: ClientConnection
+    ) -> NewSessionResponse:
+        first = params.mcp_servers[:1]
+        return await super().new_session(params.model_copy(update={"mcp_servers": first}), conn)
+
+
+class _DropsMcpEnv(_Mutant):
+    """Starts stdio MCP servers without the env entries session/new gives them."""
+
+    async def new_session(
+        self, params: NewSessionRequest, conn: ClientConnection
+    ) -> NewSessionResponse:
+        servers = [
+            server.model_copy(update={"env": []})
+            if isinstance(server, acp.McpServerStdio)
+            else server
+            for server in params.mcp_servers
+        ]
+        return await super().new_session(params.model_copy(update={"mcp_servers": servers}), conn)
+
+
+class _ForgetsSessionsOnExit(_Mutant):
+    """Advertises loadSession but keeps sessions in memory only: a new process cannot load
+    (or resume) them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.session_dir = None
 
 
 class _UnknownCurrentMode(_Mutant):
@@ -642,9 +847,9 @@ class _UnofferedElicitation(_Mutant):
         self, session: _Session, text: str, turn: AgentTurn
     ) -> PromptResponse | StopReason:
         conn = turn.connection
-        if _keyword(text) != "fs" or conn.can_read_text_file:
+        if _keyword(text) != "elicit":
             return await super()._prompt(session, text, turn)
-        params: JsonValue = {  # no file system: ask the user for the file instead
+        params: JsonValue = {  # whether the client offers elicitation or not
             "sessionId": session.session_id,
             "mode": "form",
             "message": "Paste the content of reference-agent.txt",
@@ -937,6 +1142,48 @@ MUTANTS: dict[str, Mutant] = {
         "with a stdio MCP server failed",
         agent=_RefusesMcp,
     ),
+    "ignores-stdio-mcp": Mutant(
+        "ACP-MCP-001",
+        "accepts a stdio MCP server in session/new but never starts it (logs 'rejecting ...')",
+        "but never started it",
+        agent=_IgnoresStdioMcp,
+    ),
+    "first-mcp-server-only": Mutant(
+        "ACP-MCP-002",
+        "connects to the first MCP server given in session/new and ignores the others",
+        "but never sent conformance-probe-b an MCP initialize",
+        agent=_FirstMcpServerOnly,
+    ),
+    "drops-mcp-env": Mutant(
+        "ACP-MCP-005",
+        "starts stdio MCP servers without the env entries given in session/new",
+        "was started without the env entry SUBAGENTS_CONFORMANCE_PROBE_TOKEN",
+        agent=_DropsMcpEnv,
+    ),
+    "update-before-session-new": Mutant(
+        "ACP-SESSION-003",
+        "sends an available_commands_update for a new session before the session/new response",
+        "arrived before the session/new response that creates it",
+        wire=_UpdateBeforeSessionNew,
+    ),
+    "serves-before-initialize": Mutant(
+        "ACP-INIT-005",
+        "answers session/new sent before initialize with a session",
+        "sent before initialize was served",
+        wire=_ServesBeforeInitialize,
+    ),
+    "nested-extra-field": Mutant(
+        "ACP-SCHEMA-002",
+        "the initialize result's agentInfo carries an undefined buildHash field",
+        "initialize result/agentInfo: fields not in Implementation: buildHash",
+        wire=_NestedExtraField,
+    ),
+    "forgets-sessions-on-exit": Mutant(
+        "ACP-LOAD-001",
+        "advertises loadSession but keeps sessions in memory only (a new process cannot load them)",
+        "in a new agent process, after the one that made it (with a prompt turn) exited, failed",
+        agent=_ForgetsSessionsOnExit,
+    ),
     "load-without-replay": Mutant(
         "ACP-LOAD-002",
         "session/load answers without replaying the conversation",
@@ -997,6 +1244,30 @@ MUTANTS: dict[str, Mutant] = {
         "arrived after the prompt's response",
         wire=_UpdateAfterCancel,
     ),
+    "sometimes-late-after-cancel": Mutant(
+        "ACP-CANCEL-002",
+        "every third cancelled prompt gets one more message chunk after its answer (a race)",
+        "arrived after the prompt's response in 2 of 6 round(s) (3, 6)",
+        wire=_SometimesLateAfterCancel,
+    ),
+    "usage-after-cancel": Mutant(
+        "ACP-CANCEL-002",
+        "sends a usage_update after answering a cancelled prompt",
+        "usage_update",
+        wire=_UsageAfterCancel,
+    ),
+    "cancel-outlives-turn": Mutant(
+        "ACP-CANCEL-003",
+        "the prompt after a cancelled turn is answered cancelled too",
+        'never cancelled, was answered stopReason "cancelled"',
+        wire=_CancelOutlivesTurn,
+    ),
+    "cancelled-leftovers": Mutant(
+        "ACP-CANCEL-004",
+        "the turn after a cancelled one is answered with the cancelled turn's text",
+        "carries the cancelled turn's content",
+        wire=_CancelledLeftovers,
+    ),
     "unoffered-fs": Mutant(
         "ACP-CLIENTCAP-001",
         "the fs scenario calls fs/read_text_file although the client offers no file system",
@@ -1011,7 +1282,7 @@ MUTANTS: dict[str, Mutant] = {
     ),
     "unoffered-elicitation": Mutant(
         "ACP-CLIENTCAP-003",
-        "without a client file system, the fs scenario sends elicitation/create (not offered)",
+        "the elicit scenario sends elicitation/create although the client offers none",
         "called elicitation/create",
         agent=_UnofferedElicitation,
     ),

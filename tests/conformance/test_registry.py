@@ -90,9 +90,11 @@ def test_registry_covers_every_tier_and_the_spec_gaps() -> None:
     assert {
         "ACP-INFO-PARSE-001",
         "ACP-INFO-BATCH-001",
-        "ACP-INFO-PREINIT-001",
         "ACP-INFO-UNKNOWNSESSION-001",
         "ACP-INFO-CONCURRENT-001",
         "ACP-INFO-IDLECANCEL-001",
         "ACP-STDERR-001",
     } <= informational
+    # session/new before initialize: judged (advisory, a spec gap), no longer only recorded.
+    assert requirement("ACP-INIT-005").tier is Tier.ADVISORY
+    assert "spec gap" in requirement("ACP-INIT-005").text

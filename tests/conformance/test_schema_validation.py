@@ -82,3 +82,100 @@ def test_a_null_session_load_result_is_accepted() -> None:
         validator().response("session/load", {"jsonrpc": "2.0", "id": 1, "result": None}).errors
         == []
     )
+
+
+def test_fields_of_the_unstable_schema_are_unstable_use_not_unknown_fields() -> None:
+    """ACP-SCHEMA-002 (issue 16): ``usage`` in a prompt response is defined by the protocol's
+    unstable schema (schema.unstable.json): reported as unstable use, not as a finding."""
+    usage = {"inputTokens": 1, "outputTokens": 2, "totalTokens": 3}
+    findings = validator().response(
+        "session/prompt",
+        {"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "end_turn", "usage": usage}},
+    )
+    assert findings.errors == []
+    assert findings.unknown_fields == []
+    assert findings.unstable_fields == [
+        "session/prompt result: fields of the unstable schema (PromptResponse): usage"
+    ]
+
+
+def test_the_retired_unstable_session_models_are_unstable_use() -> None:
+    """ACP-SCHEMA-002 (issue 16): ``models`` in the session/new result (the unstable session
+    model API, removed from schema.unstable.json on 2026-06-01, still sent by agents built on
+    older SDKs) is unstable use, not a finding."""
+    models = {"currentModelId": "m", "availableModels": [{"modelId": "m", "name": "M"}]}
+    findings = validator().response(
+        "session/new", {"jsonrpc": "2.0", "id": 2, "result": {"sessionId": "s", "models": models}}
+    )
+    assert findings.unknown_fields == []
+    assert findings.unstable_fields == [
+        "session/new result: fields of the unstable schema (NewSessionResponse): models"
+    ]
+
+
+def test_nested_unknown_fields_are_found_with_their_json_path() -> None:
+    """ACP-SCHEMA-002 (issue 16): fields outside the schema are found at any depth (an object
+    inside the result, an item of an array, a union variant chosen by its discriminator), each
+    with its JSON path."""
+    findings = validator().response(
+        "initialize",
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "result": {
+                "protocolVersion": 1,
+                "agentCapabilities": {"promptCapabilities": {"image": True, "video": True}},
+                "agentInfo": {"name": "a", "version": "1", "buildHash": "x"},
+                "authMethods": [{"id": "t", "name": "T", "type": "terminal", "icon": "key"}],
+            },
+        },
+    )
+    assert findings.errors == []
+    assert findings.unknown_fields == [
+        "initialize result/agentCapabilities/promptCapabilities: "
+        "fields not in PromptCapabilities: video",
+        "initialize result/agentInfo: fields not in Implementation: buildHash",
+        "initialize result/authMethods/0: fields not in AuthMethod (terminal): icon",
+    ]
+
+
+def test_nested_unknown_fields_of_an_update_name_the_update_kind() -> None:
+    """ACP-SCHEMA-002: a tool call's content item and location are judged by their own
+    definitions; ``_meta`` at any depth is never a finding."""
+    findings = validator().incoming(
+        {
+            "jsonrpc": "2.0",
+            "method": "session/update",
+            "params": {
+                "sessionId": "s",
+                "update": {
+                    "sessionUpdate": "tool_call",
+                    "toolCallId": "c",
+                    "title": "t",
+                    "content": [{"type": "diff", "path": "/a", "newText": "x", "hunks": 1}],
+                    "locations": [{"path": "/a", "_meta": {"anything": 1}}],
+                },
+            },
+        }
+    )
+    assert findings.errors == []
+    assert findings.unknown_fields == [
+        "session/update params/update/content/0: fields not in ToolCallContent (diff): hunks"
+    ]
+
+
+def test_a_discriminator_of_a_sibling_variant_is_not_an_unknown_field() -> None:
+    """An agent auth method may say ``"type": "agent"`` although only the other variants
+    declare ``type``: the union's discriminator is known to every variant."""
+    findings = validator().response(
+        "initialize",
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "result": {
+                "protocolVersion": 1,
+                "authMethods": [{"id": "a", "name": "A", "type": "agent"}],
+            },
+        },
+    )
+    assert findings.unknown_fields == []

@@ -32,5 +32,6 @@ def test_sdk_echo_agent_fails_version_negotiation_and_says_why(tmp_path: Path) -
         for r in run.report["requirements"]
         if r["status"] == "fail" and r["tier"] == "mandatory"
     ]
-    assert mandatory_failures == ["ACP-INIT-003"]
+    # and ACP-MCP-001: it accepts a stdio MCP server and never starts it (mcpServers ignored)
+    assert mandatory_failures == ["ACP-INIT-003", "ACP-MCP-001"]
     assert "XFAIL" in run.stdout

@@ -1,7 +1,10 @@
 """The conformance suite against real ACP agents from npm, offline on fake model servers.
 
-``codex-acp`` 0.16.0 runs on the project's fake OpenAI Responses API and ``claude-agent-acp``
-0.49.0 on its fake Anthropic Messages API, both on 127.0.0.1. Each agent's result is the
+``codex-acp`` 0.16.0 runs on the project's fake OpenAI Responses API, ``claude-agent-acp``
+0.49.0 on its fake Anthropic Messages API, ``qwen --acp`` (``@qwen-code/qwen-code`` 0.15.10)
+and ``opencode acp`` (``opencode-ai`` 1.18.33) on its fake Chat Completions API, and
+``gemini --acp`` (``@google/gemini-cli`` 0.61.0) on its fake Gemini API, all on 127.0.0.1
+with a private ``HOME``. Each agent's result is the
 checked-in baseline ``tests/conformance/baselines/<agent>.json``: the run must fail exactly
 the requirements listed there (no new failure, no stale entry). After a deliberate change of
 the suite or the agents, regenerate with ``--write-baseline`` (see the README).
@@ -14,7 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from subagents.testing.fake_models import anthropic_messages, openai_responses
+from subagents.testing.fake_models import (
+    anthropic_messages,
+    gemini_api,
+    openai_chat,
+    openai_responses,
+)
 from subagents.testing.fake_models._http import FakeHandler
 
 from ..conformance.conftest import run_against_baseline
@@ -31,6 +39,21 @@ AGENTS: dict[str, tuple[Callable[[], list[str] | None], type[FakeHandler], Agent
         anthropic_messages.claude_agent_acp_command,
         anthropic_messages.AnthropicMessagesHandler,
         anthropic_messages.claude_env,
+    ),
+    "qwen-code": (
+        openai_chat.qwen_acp_command,
+        openai_chat.ChatCompletionsHandler,
+        openai_chat.qwen_env,
+    ),
+    "opencode": (
+        openai_chat.opencode_acp_command,
+        openai_chat.ChatCompletionsHandler,
+        openai_chat.opencode_env,
+    ),
+    "gemini-cli": (
+        gemini_api.gemini_acp_command,
+        gemini_api.GeminiHandler,
+        gemini_api.gemini_env,
     ),
 }
 

@@ -46,6 +46,11 @@ The first word of the prompt's text (case-insensitive) picks the scenario; anyth
     ``terminal/output``, ``terminal/release``, reported by a ``tool_call`` of kind
     ``execute`` (with the terminal as content) and a message. Without it, says the client does
     not offer terminals. ``end_turn``.
+``elicit``
+    With the client's ``elicitation.form``: ``elicitation/create`` (form mode, scoped to the
+    session) asking for a name, then a message greeting it (accepted) or saying the user did
+    not answer (declined, cancelled). Without it, says the client does not offer form
+    elicitation. ``end_turn``.
 ``crash``
     Sends two message chunks, writes ``reference agent: crashing on purpose`` to stderr and
     exits at once with status 3, leaving the prompt unanswered.
@@ -67,16 +72,22 @@ The first word of the prompt's text (case-insensitive) picks the scenario; anyth
 
 Sessions
 --------
-Sessions live in memory for the life of the process; with ``SUBAGENTS_REFERENCE_SESSION_DIR``
-set they are also saved there (a JSON file each: history, title, mode and config values; after
-every turn and every mode or option change), so another process can ``session/load`` or
-``session/resume`` them (cold resume). Advertised and implemented: ``loadSession`` (replays the
-session's user and agent messages as ``user_message_chunk`` / ``agent_message_chunk`` before
-answering), ``sessionCapabilities`` ``list`` (optionally filtered by ``cwd``; no pagination, so
-any ``cursor`` is invalid: ``-32602``), ``resume`` (no replay), ``close`` (cancels a running
-turn first) and ``delete`` (silent for unknown ids). ``session/new`` answers first and then
-sends an ``available_commands_update`` listing the scenarios. An unknown session id is
-``-32002`` (resource not found); a relative ``cwd`` is ``-32602``.
+Sessions live in memory for the life of the process and are also saved (a JSON file each:
+history, title, mode and config values; after every turn and every mode or option change), so
+another process can ``session/load`` or ``session/resume`` them (cold resume), as a real agent
+keeps its sessions across restarts: in ``SUBAGENTS_REFERENCE_SESSION_DIR`` when set, else in a
+private directory of the system's temporary directory
+(``$TMPDIR/subagents-reference-agent-<uid>/sessions``, mode 0700; not used when another user
+owns it; sessions there are kept for an hour, then pruned). ``session/delete`` removes the
+file too; ``session/close`` only frees the session in the process (it is not active there
+until ``session/load`` or ``session/resume``). Advertised and implemented: ``loadSession``
+(replays the session's user and agent messages as ``user_message_chunk`` /
+``agent_message_chunk`` before answering), ``sessionCapabilities`` ``list`` (optionally
+filtered by ``cwd``; no pagination, so any ``cursor`` is invalid: ``-32602``), ``resume``
+(no replay), ``close`` (cancels a running turn first) and ``delete`` (silent for unknown ids).
+``session/new`` answers first and then sends an ``available_commands_update`` listing the
+scenarios. An unknown session id is ``-32002`` (resource not found); a relative ``cwd`` is
+``-32602``.
 
 Modes and config options
 ------------------------
@@ -129,6 +140,7 @@ otherwise (the agent touches no files).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import sys
@@ -194,6 +206,7 @@ SCENARIOS: Final[dict[str, str]] = {
     "slow": "Tick every 100 ms until cancelled (slow N)",
     "fs": "Write and read a file through the client",
     "terminal": "Run echo in a client terminal",
+    "elicit": "Ask the user for a name through a form elicitation",
     "crash": "Exit abruptly mid-turn",
     "stderr": "Write N bytes to stderr (stderr N)",
     "print": "Call print() in agent code",
@@ -225,6 +238,49 @@ _TICK: Final = 0.1
 _STOP_REASONS: Final = ("end_turn", "max_tokens", "max_turn_requests", "refusal")
 _FILE_NAME: Final = "reference-agent.txt"
 _CRASH_STATUS: Final = 3
+
+
+def _default_dir() -> str | None:
+    """``$TMPDIR/subagents-reference-agent-<uid>/sessions`` (made private), or ``None`` when
+    it cannot be made or belongs to another user."""
+    base = os.environ.get("TMPDIR") or os.environ.get("TEMP") or "/tmp"
+    getuid = getattr(os, "getuid", None)
+    uid = getuid() if getuid is not None else None
+    root = os.path.join(base, f"subagents-reference-agent-{uid if uid is not None else 'user'}")
+    try:
+        os.makedirs(root, mode=0o700, exist_ok=True)
+        if uid is not None and os.stat(root).st_uid != uid:
+            return None
+    except OSError:
+        return None
+    return os.path.join(root, "sessions")
+
+
+_KEEP: Final = 3600.0
+"""How long sessions saved in the default directory are kept (seconds)."""
+
+
+def _prune(directory: str) -> None:
+    """Delete the sessions of ``directory`` older than :data:`_KEEP`, at most once per
+    :data:`_KEEP` (a marker file's age says when it last happened): the default directory
+    does not grow without bound, and a process start costs one ``stat``."""
+    marker = os.path.join(directory, ".pruned")
+    now = time.time()
+    try:
+        if now - os.stat(marker).st_mtime < _KEEP:
+            return
+    except OSError:
+        pass
+    try:
+        with open(marker, "w", encoding="ascii"):
+            pass
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                if entry.name.endswith(".json") and now - entry.stat().st_mtime > _KEEP:
+                    with contextlib.suppress(OSError):
+                        os.remove(entry.path)
+    except OSError:
+        return
 
 
 def _new_id() -> str:
@@ -520,6 +576,36 @@ class _Run:
         )
         return "end_turn"
 
+    async def elicit(self) -> StopReason:
+        capabilities = self.turn.connection.client_capabilities
+        elicitation = capabilities.elicitation if capabilities is not None else None
+        if elicitation is None or elicitation.form is None:
+            await self.say("The client does not offer form elicitation (elicitation.form).")
+            return "end_turn"
+        params: JsonValue = {
+            "sessionId": self.session.session_id,
+            "mode": "form",
+            "message": "What should the reference agent call you?",
+            "requestedSchema": {
+                "type": "object",
+                "properties": {"name": {"type": "string", "title": "Your name"}},
+                "required": ["name"],
+            },
+        }
+        try:
+            answer = await self.turn.connection.request("elicitation/create", params)
+        except RPCError as exc:
+            await self.say(f"Asking for a name failed: {exc.message} (code {exc.code})")
+            return "end_turn"
+        action = answer.get("action") if isinstance(answer, dict) else None
+        content = answer.get("content") if isinstance(answer, dict) else None
+        name = content.get("name") if isinstance(content, dict) else None
+        if action == "accept" and isinstance(name, str):
+            await self.say(f"Hello, {name}.")
+        else:
+            await self.say(f"No name given (the elicitation was answered {action!r}).")
+        return "end_turn"
+
     async def crash(self) -> StopReason:
         await self.say("About to crash.")
         await self.say("Crashing now.")
@@ -581,19 +667,27 @@ class ReferenceAgent(Agent):
     def __init__(self, session_dir: str | None = None, auth_method: str | None = None) -> None:
         self.sessions: dict[str, _Session] = {}
         self._tool_calls = itertools.count(1)
-        self.session_dir = session_dir or os.environ.get(SESSION_DIR_ENV_VAR) or None
+        chosen = session_dir or os.environ.get(SESSION_DIR_ENV_VAR) or None
+        self._expiring = chosen is None
+        """Sessions are in the default directory: those older than :data:`_KEEP` are pruned."""
+        self.session_dir = chosen or _default_dir()
         """Where sessions are saved (one JSON file each), so a new process can load them;
-        ``None`` keeps them in memory only."""
+        ``None`` keeps them in memory only (no usable default directory)."""
         self.auth_method = auth_method or os.environ.get(AUTH_ENV_VAR) or None
         """The auth method id sessions need (``authenticate`` first); ``None``: no auth."""
         self._authenticated: weakref.WeakSet[ClientConnection] = weakref.WeakSet()
+        self._closed: set[str] = set()
+        """Sessions closed in this process: only session/load or session/resume reopen them."""
 
     def _save(self, session: _Session) -> None:
         if self.session_dir is None:
             return
         import json
 
-        os.makedirs(self.session_dir, exist_ok=True)
+        os.makedirs(self.session_dir, mode=0o700, exist_ok=True)
+        if self._expiring:
+            self._expiring = False  # once per process at most
+            _prune(self.session_dir)
         path = os.path.join(self.session_dir, f"{session.session_id}.json")
         data = {
             "sessionId": session.session_id,
@@ -690,7 +784,9 @@ class ReferenceAgent(Agent):
         )
 
     def _session(self, session_id: str) -> _Session:
-        session = self.sessions.get(session_id) or self._load(session_id)
+        session = self.sessions.get(session_id)
+        if session is None and session_id not in self._closed:  # closed: load or resume first
+            session = self._load(session_id)
         if session is None:
             raise RPCError.resource_not_found({"sessionId": session_id})
         return session
@@ -734,6 +830,7 @@ class ReferenceAgent(Agent):
     ) -> LoadSessionResponse:
         self._check_auth(conn)
         self._check_cwd(params.cwd)
+        self._closed.discard(params.session_id)
         session = self._session(params.session_id)
         session.cwd = params.cwd
         session.mcp = await _connect_mcp(params.mcp_servers)
@@ -755,6 +852,7 @@ class ReferenceAgent(Agent):
     ) -> ResumeSessionResponse:
         self._check_auth(conn)
         self._check_cwd(params.cwd)
+        self._closed.discard(params.session_id)
         session = self._session(params.session_id)
         session.cwd = params.cwd
         session.mcp = await _connect_mcp(params.mcp_servers or [])
@@ -827,6 +925,7 @@ class ReferenceAgent(Agent):
     ) -> CloseSessionResponse:
         self._session(params.session_id)
         del self.sessions[params.session_id]
+        self._closed.add(params.session_id)
         return acp.CloseSessionResponse()
 
     async def delete_session(
@@ -834,6 +933,9 @@ class ReferenceAgent(Agent):
     ) -> DeleteSessionResponse:
         # session-delete.mdx: deleting an unknown session SHOULD succeed silently.
         self.sessions.pop(params.session_id, None)
+        if self.session_dir is not None and params.session_id.isalnum():
+            with contextlib.suppress(OSError):
+                os.remove(os.path.join(self.session_dir, f"{params.session_id}.json"))
         return acp.DeleteSessionResponse()
 
     async def prompt(self, params: PromptRequest, turn: AgentTurn) -> PromptResponse | StopReason:
@@ -870,6 +972,8 @@ class ReferenceAgent(Agent):
             return await run.fs()
         if keyword == "terminal":
             return await run.terminal()
+        if keyword == "elicit":
+            return await run.elicit()
         if keyword == "crash":
             return await run.crash()
         if keyword == "stderr":

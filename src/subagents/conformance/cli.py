@@ -108,6 +108,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ("--terminal-prompt", "terminal", "makes the agent run a command in a client terminal"),
         ("--tool-prompt", "tool", "makes the agent call a tool that asks for permission"),
         ("--plan-prompt", "plan", "makes the agent send a plan"),
+        ("--elicitation-prompt", "elicit", "makes the agent ask the user (elicitation/create)"),
     ):
         parser.add_argument(
             flag,
@@ -216,6 +217,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         terminal_prompt=args.terminal_prompt,
         tool_prompt=args.tool_prompt,
         plan_prompt=args.plan_prompt,
+        elicitation_prompt=args.elicitation_prompt,
         cancel_rounds=args.cancel_rounds,
         timeout=args.timeout,
         startup_timeout=args.startup_timeout,

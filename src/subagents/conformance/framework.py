@@ -120,6 +120,8 @@ class Options:
     """A prompt that makes the agent call a tool that asks the client's permission."""
     plan_prompt: str = "plan"
     """A prompt that makes the agent send a plan."""
+    elicitation_prompt: str = "elicit"
+    """A prompt that makes the agent ask the user something (``elicitation/create``)."""
     quiet_period: float = 0.5
     """How long "nothing arrives" is watched for."""
 

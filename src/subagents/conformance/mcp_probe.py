@@ -1,8 +1,11 @@
 """A tiny stdio MCP server for the conformance suite: proof that an agent connected to it.
 
-Run it as ``python -m subagents.conformance.mcp_probe [--linger SECONDS] MARKER_FILE``. It
-appends its process id to ``MARKER_FILE.pid`` as it starts, then reads newline-delimited
-JSON-RPC 2.0 on stdin and answers on stdout:
+Run it as ``python -m subagents.conformance.mcp_probe [--linger SECONDS] MARKER_FILE`` (or as
+a script, ``python -I path/to/mcp_probe.py ...``: it needs nothing but the standard library). It
+appends its process id to ``MARKER_FILE.pid`` as it starts and writes the value of the
+environment variable ``SUBAGENTS_CONFORMANCE_PROBE_TOKEN`` it was started with to
+``MARKER_FILE.env`` (empty when unset: proof of the ``env`` its client gave it), then reads
+newline-delimited JSON-RPC 2.0 on stdin and answers on stdout:
 
 ``initialize``
     Appends the line ``initialize`` to ``MARKER_FILE`` (created if missing), then answers with
@@ -32,9 +35,11 @@ import sys
 import time
 from typing import Any, Final
 
-__all__ = ("SERVER_NAME", "TOOL_NAME", "handle", "main")
+__all__ = ("SERVER_NAME", "TOKEN_VARIABLE", "TOOL_NAME", "handle", "main")
 
 SERVER_NAME: Final = "subagents-mcp-probe"
+TOKEN_VARIABLE: Final = "SUBAGENTS_CONFORMANCE_PROBE_TOKEN"
+"""The environment variable whose value the probe records (see the module docstring)."""
 TOOL_NAME: Final = "probe_echo"
 DEFAULT_PROTOCOL_VERSION: Final = "2025-06-18"
 
@@ -123,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     marker = args[0]
+    with open(marker + ".env", "w", encoding="utf-8") as env_file:
+        env_file.write(os.environ.get(TOKEN_VARIABLE, ""))
     with open(marker + ".pid", "a", encoding="ascii") as pid_file:
         pid_file.write(f"{os.getpid()}\n")
     stdin = sys.stdin.buffer

@@ -198,6 +198,12 @@ _SUITE_OPTIONS: dict[str, tuple[str, type, str, str]] = {
         "a prompt that makes the agent call a tool that asks the client's permission",
     ),
     "--acp-plan-prompt": ("plan_prompt", str, "TEXT", "a prompt that makes the agent send a plan"),
+    "--acp-elicitation-prompt": (
+        "elicitation_prompt",
+        str,
+        "TEXT",
+        "a prompt that makes the agent ask the user (elicitation/create)",
+    ),
 }
 """Options that set a field of :class:`~.framework.Options`: flag -> (field, type, metavar,
 help). Unset, the field keeps the suite's default (the same as ``subagents conformance``)."""

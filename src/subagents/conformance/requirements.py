@@ -169,6 +169,15 @@ _ALL: tuple[Requirement, ...] = (
         "initialization.mdx#implementation-information",
         "#/$defs/Implementation",
     ),
+    Requirement(
+        "ACP-INIT-005",
+        Tier.ADVISORY,
+        "A session method sent before initialize is not served: session/new as the first "
+        "message is answered with an error (the TS SDK answers -32600), not a session. A spec "
+        'gap: "Before a Session can be created, Clients MUST initialize the connection", and '
+        "nothing says what the agent does when one does not, hence advisory.",
+        "initialization.mdx",
+    ),
     # -- schema ---------------------------------------------------------------------------
     Requirement(
         "ACP-SCHEMA-001",
@@ -182,9 +191,12 @@ _ALL: tuple[Requirement, ...] = (
     Requirement(
         "ACP-SCHEMA-002",
         Tier.ADVISORY,
-        "The agent's params and results carry no fields the schema does not define, outside "
-        "_meta (a leniency-only defect: clients that are strict reject them); judged over every "
-        "message of the run, like ACP-SCHEMA-001.",
+        "The agent's params and results carry no fields the schema does not define, at any "
+        "depth (each finding names its JSON path), outside _meta: a leniency-only defect, "
+        "clients that are strict reject them. Fields the protocol's unstable schema defines "
+        "(schema.unstable.json, such as usage in a prompt response) are reported as unstable "
+        "use (informational), not as findings. Judged over every message of the run, like "
+        "ACP-SCHEMA-001.",
         "extensibility.mdx#the-_meta-field",
     ),
     # -- sessions -------------------------------------------------------------------------
@@ -202,6 +214,17 @@ _ALL: tuple[Requirement, ...] = (
         "session-setup.mdx#creating-a-session",
     ),
     Requirement(
+        "ACP-SESSION-003",
+        Tier.ADVISORY,
+        "No session/update for a session arrives before the session/new response that creates "
+        "it: the client learns the session id from that response (and the sequence diagram "
+        "has the response before the session is ready), so an earlier update is for a session "
+        "it does not know; real clients drop such updates or reject them. A spec gap: no "
+        "sentence orders them, hence advisory.",
+        "session-setup.mdx#creating-a-session",
+        "#/$defs/NewSessionResponse",
+    ),
+    Requirement(
         "ACP-PATHS-001",
         Tier.MANDATORY,
         "Every file path the agent sends (fs/* paths, tool call locations, diffs, terminal "
@@ -211,16 +234,31 @@ _ALL: tuple[Requirement, ...] = (
     Requirement(
         "ACP-MCP-001",
         Tier.MANDATORY,
-        "All agents support MCP servers over stdio: session/new with a stdio MCP server succeeds.",
-        "session-setup.mdx#mcp-servers",
+        '"All Agents MUST support connecting to MCP servers via stdio": session/new with a '
+        "stdio MCP server (the suite's probe) succeeds, and the agent uses the server: it starts "
+        "it and sends it an MCP initialize, at session setup or at the latest during the first "
+        "prompt turn (plus a short grace). Accepting the server and never starting it is not "
+        "support.",
+        "session-setup.mdx#stdio-transport",
         "#/$defs/McpServerStdio",
     ),
     Requirement(
         "ACP-MCP-002",
         Tier.ADVISORY,
-        "The agent connects to the MCP servers the client gives it: the stdio server is "
-        "started and sent an MCP initialize.",
+        '"Agents SHOULD connect to all MCP servers specified by the Client": given two stdio '
+        "MCP servers in session/new, the agent sends each an MCP initialize (by the end of the "
+        "first prompt turn, plus a short grace). An agent that connects to none is judged by "
+        "ACP-MCP-001.",
         "session-setup.mdx#mcp-servers",
+    ),
+    Requirement(
+        "ACP-MCP-005",
+        Tier.MANDATORY,
+        "A stdio MCP server is launched as session/new describes it: with the entry's env "
+        'variables set ("Environment variables to set when launching the server"; servers '
+        "get their credentials this way). Part of the stdio support every agent MUST have.",
+        "session-setup.mdx#stdio-transport",
+        "#/$defs/McpServerStdio",
     ),
     Requirement(
         "ACP-MCP-003",
@@ -243,7 +281,10 @@ _ALL: tuple[Requirement, ...] = (
     Requirement(
         "ACP-LOAD-001",
         Tier.CAPABILITY,
-        "session/load of a session created on the same connection succeeds.",
+        "session/load succeeds the way a client uses it, in a new agent process after the "
+        'one that made the session (and had a prompt turn in it) has exited ("persistence '
+        'across restarts"), and the session then takes a prompt. Loading a session still '
+        "active in the same process is not judged: the spec says nothing of it.",
         "session-setup.mdx#loading-sessions",
         "#/$defs/LoadSessionResponse",
         gate="agentCapabilities.loadSession",
@@ -251,15 +292,16 @@ _ALL: tuple[Requirement, ...] = (
     Requirement(
         "ACP-LOAD-002",
         Tier.CAPABILITY,
-        "session/load replays the whole conversation as session/update notifications, all "
-        "before the response.",
+        "session/load (in a new agent process) replays the whole conversation as "
+        "session/update notifications, the user's earlier prompt included, all before the "
+        "response.",
         "session-setup.mdx#loading-sessions",
         gate="agentCapabilities.loadSession",
     ),
     Requirement(
         "ACP-LOAD-003",
         Tier.ADVISORY,
-        "The result of session/load is an object ({}), not null.",
+        "The result of session/load (in a new agent process) is an object ({}), not null.",
         "session-setup.mdx#loading-sessions",
         "#/$defs/LoadSessionResponse",
         gate="agentCapabilities.loadSession",
@@ -283,8 +325,9 @@ _ALL: tuple[Requirement, ...] = (
     Requirement(
         "ACP-RESUME-001",
         Tier.CAPABILITY,
-        "session/resume of a session created on the same connection succeeds, and the session "
-        "takes a prompt afterwards.",
+        "session/resume succeeds in a new agent process after the one that made the session "
+        "has exited (a client reconnecting), and the session takes a prompt afterwards. "
+        "Resuming a session still active in the same process is not judged.",
         "session-setup.mdx#resuming-sessions",
         "#/$defs/ResumeSessionResponse",
         gate="agentCapabilities.sessionCapabilities.resume",
@@ -292,8 +335,8 @@ _ALL: tuple[Requirement, ...] = (
     Requirement(
         "ACP-RESUME-002",
         Tier.CAPABILITY,
-        "session/resume does not replay the conversation: no session/update for the session "
-        "arrives before its response.",
+        "session/resume (in a new agent process) does not replay the conversation: no "
+        "history update for the session arrives before its response.",
         "session-setup.mdx#resuming-sessions",
         gate="agentCapabilities.sessionCapabilities.resume",
     ),
@@ -317,7 +360,8 @@ _ALL: tuple[Requirement, ...] = (
     Requirement(
         "ACP-LIST-003",
         Tier.ADVISORY,
-        "session/list with an invalid cursor is an error.",
+        'session/list with an invalid cursor is an error: "Agents SHOULD return an error if '
+        'the cursor is invalid" (a SHOULD, so advisory: a warning, never a verdict).',
         "session-list.mdx#pagination",
         gate="agentCapabilities.sessionCapabilities.list",
     ),
@@ -419,21 +463,34 @@ _ALL: tuple[Requirement, ...] = (
         "ACP-CANCEL-001",
         Tier.MANDATORY,
         "After session/cancel during a running prompt, the prompt is answered with a result "
-        'whose stopReason is "cancelled", not an error.',
+        'whose stopReason is "cancelled", not an error, in each of several turns cancelled at '
+        "different moments (right after the prompt, at its first update, later).",
         "prompt-turn.mdx#cancellation",
     ),
     Requirement(
         "ACP-CANCEL-002",
         Tier.MANDATORY,
-        "Every update of a cancelled turn (message, thought, tool call, plan) arrives before the "
-        "prompt's response; none arrives after it (session-level state updates, such as "
-        "available commands, may come at any time).",
+        "Every update of a cancelled turn (message, thought, tool call, plan, usage, any kind "
+        "but the session's state) arrives before the prompt's response; none arrives after it, "
+        "in any of several cancelled turns (updates of the session's state: available "
+        "commands, mode, config options, session info, may come at any time).",
         "prompt-turn.mdx#cancellation",
     ),
     Requirement(
         "ACP-CANCEL-003",
         Tier.ADVISORY,
-        "After a cancelled turn the session takes the next prompt.",
+        "After a cancelled turn the session takes the next prompt: it is answered with a stop "
+        'reason other than "cancelled" (it was never cancelled) and, when the same prompt gets '
+        "an answer in a fresh session, with at least one update.",
+        "prompt-turn.mdx#cancellation",
+    ),
+    Requirement(
+        "ACP-CANCEL-004",
+        Tier.ADVISORY,
+        "The turn after a cancelled one gets its own answer: it does not carry the cancelled "
+        "turn's content (its message or tool call ids, or its text where the same prompt in a "
+        "fresh session says no such thing). The cancelled turn's updates all come before its "
+        "response (heuristic).",
         "prompt-turn.mdx#cancellation",
     ),
     # -- what the agent may ask of the client ---------------------------------------------
@@ -610,12 +667,6 @@ _ALL: tuple[Requirement, ...] = (
         Tier.INFORMATIONAL,
         "What the agent does with a JSON-RPC batch (an array of requests).",
         "overview.mdx",
-    ),
-    Requirement(
-        "ACP-INFO-PREINIT-001",
-        Tier.INFORMATIONAL,
-        "What the agent does with session/new before initialize.",
-        "initialization.mdx",
     ),
     Requirement(
         "ACP-INFO-UNKNOWNSESSION-001",

@@ -134,12 +134,18 @@ class ClientSide:
     write_text_file: bool = False
     terminal: bool = False
     permission: Literal["allow", "reject", "cancelled"] = "reject"
+    elicitation: bool = False
+    """Advertise form elicitation (``elicitation.form``); every ``elicitation/create`` is
+    answered ``decline``."""
 
     def capabilities(self) -> dict[str, Any]:
-        return {
+        capabilities: dict[str, Any] = {
             "fs": {"readTextFile": self.read_text_file, "writeTextFile": self.write_text_file},
             "terminal": self.terminal,
         }
+        if self.elicitation:
+            capabilities["elicitation"] = {"form": {}}
+        return capabilities
 
 
 def _jsonrpc_problem(value: JSON) -> str | None:
@@ -296,6 +302,7 @@ class AgentWire:
             findings = validator.incoming(message)
             line.schema_errors.extend(findings.errors)
             line.unknown_fields.extend(findings.unknown_fields)
+            line.unstable_fields.extend(findings.unstable_fields)
             if "id" in message:
                 self.agent_requests.append(message)
                 assert self._tg is not None
@@ -310,6 +317,7 @@ class AgentWire:
         findings = validator.response(method, message)
         line.schema_errors.extend(findings.errors)
         line.unknown_fields.extend(findings.unknown_fields)
+        line.unstable_fields.extend(findings.unstable_fields)
         self._answers[key] = Response(message["id"], message, line)
         event.set()
 
@@ -339,6 +347,8 @@ class AgentWire:
                 error = {"code": -32602, "message": f"path outside the check's directory: {path}"}
         elif method.startswith("terminal/") and client.terminal:
             result, error = self._terminal(method, params)
+        elif method == "elicitation/create" and client.elicitation:
+            result = {"action": "decline"}
         else:
             if method.startswith(("fs/", "terminal/", "elicitation/")):
                 self.unadvertised_calls.append(method)

@@ -1,4 +1,7 @@
-"""Spec gaps: what the agent does where the spec is silent. Recorded, never judged."""
+"""Spec gaps: what the agent does where the spec is silent. Recorded, never judged.
+
+(session/new before initialize is judged, as an advisory spec gap: ACP-INIT-005.)
+"""
 
 from __future__ import annotations
 
@@ -66,18 +69,6 @@ async def batch(ctx: CheckContext) -> None:
         )
 
 
-@check("ACP-INFO-PREINIT-001")
-async def request_before_initialize(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        try:
-            response = await wire.request(
-                "session/new", wire.new_session_params(), timeout=ctx.options.startup_timeout
-            )
-            ctx.note(f"session/new before initialize: {response.describe()}")
-        except WireError as exc:
-            ctx.note(f"session/new before initialize: no answer ({exc})")
-
-
 @check("ACP-INFO-UNKNOWNSESSION-001")
 async def unknown_session(ctx: CheckContext) -> None:
     async with ctx.agent() as wire:
@@ -142,4 +133,5 @@ async def relative_cwd(ctx: CheckContext) -> None:
     async with ctx.agent() as wire:
         await ctx.ready(wire)
         response = await ctx.call(wire, "session/new", {"cwd": "relative/dir", "mcpServers": []})
+        ctx.auth_blocked("session/new", response)
         ctx.note(f"session/new with a relative cwd: {response.describe()}")

@@ -7,16 +7,20 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from contextlib import suppress
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
 import anyio
 
+from ...transports.process import ProcessExit
+from .. import mcp_probe
 from ..framework import CheckContext, check
 from ..mcp_http import serve_mcp_http
-from ..wire import AgentWire
-from ._common import basic_exchange, result_dict
+from ..wire import AgentWire, Response, WireError
+from ._common import basic_exchange, index_of, result_dict, update_kind, updates_between
 
 
 @check("ACP-INIT-001")
@@ -93,6 +97,25 @@ async def agent_names_itself(ctx: CheckContext) -> None:
         ctx.note(f"agent {info['name']} {info['version']}")
 
 
+@check("ACP-INIT-005")
+async def session_new_before_initialize_is_refused(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        try:  # the first message: no initialize before it
+            response = await wire.request(
+                "session/new", wire.new_session_params(), timeout=ctx.options.startup_timeout
+            )
+        except WireError as exc:
+            ctx.note(f"session/new before initialize: not served, no answer ({exc})")
+            return
+        if response.ok:
+            ctx.fail(
+                "session/new sent before initialize was served (the connection was never "
+                f"initialized): {response.describe()}; refuse it with an error (the TS SDK "
+                "answers -32600)"
+            )
+        ctx.note(f"session/new before initialize: {response.describe()}")
+
+
 @check("ACP-AUTH-001")
 async def auth_method_ids_are_unique(ctx: CheckContext) -> None:
     async with ctx.agent() as wire:
@@ -159,18 +182,77 @@ async def session_ids_are_unique(ctx: CheckContext) -> None:
             ctx.fail(f"two session/new calls both returned the session id {first!r}")
 
 
-def _mcp_server(marker: str, *, linger: float = 0) -> dict[str, Any]:
-    lingering = ["--linger", str(linger)] if linger else []
-    return {
-        "name": "conformance-probe",
-        "command": sys.executable,
-        "args": ["-m", "subagents.conformance.mcp_probe", *lingering, marker],
-        "env": [],
-    }
+@check("ACP-SESSION-003")
+async def no_update_before_the_session_exists(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        await ctx.ready(wire)
+        for _ in range(2):  # two sessions: an agent that races its own response may win once
+            start = len(wire.lines)
+            response = await ctx.session_new_response(wire)
+            if not response.ok:
+                ctx.blocked_by("ACP-SESSION-001", f"session/new failed: {response.describe()}")
+            session_id = _session_id_of(ctx, response)
+            early = updates_between(wire, start, index_of(wire, response.line), session_id)
+            if early:
+                kinds = sorted({str(update_kind(u)) for u in early})
+                ctx.fail(
+                    f"{len(early)} session/update(s) ({', '.join(kinds)}) for session "
+                    f"{session_id!r} arrived before the session/new response that creates it: "
+                    "the client does not know that session yet (real clients drop such updates "
+                    "or reject them)"
+                )
 
 
+@dataclass(frozen=True)
+class _McpProbe:
+    """One stdio MCP server of the suite (:mod:`..mcp_probe`) and the files that tell what
+    happened to it: ``<marker>.pid`` once started, ``<marker>`` once sent MCP initialize,
+    ``<marker>.env`` the token it found in its environment."""
+
+    name: str
+    marker: Path
+    token: str
+
+    @classmethod
+    def at(cls, wire: AgentWire, name: str) -> _McpProbe:
+        return cls(name, wire.cwd / f"{name}.log", f"{name}-{os.getpid()}-{id(wire)}")
+
+    def entry(self, *, linger: float = 0) -> dict[str, Any]:
+        """The ``mcpServers`` entry: an absolute command, the probe as a stdlib-only script."""
+        lingering = ["--linger", str(linger)] if linger else []
+        return {
+            "name": self.name,
+            "command": sys.executable,
+            "args": ["-I", _PROBE_SCRIPT, *lingering, str(self.marker)],
+            "env": [{"name": mcp_probe.TOKEN_VARIABLE, "value": self.token}],
+        }
+
+    @property
+    def pid_file(self) -> Path:
+        return Path(f"{self.marker}.pid")
+
+    def started(self) -> bool:
+        return self.pid_file.exists()
+
+    def initialized(self) -> bool:
+        return self.marker.exists()
+
+    def env_token(self) -> str | None:
+        try:
+            return Path(f"{self.marker}.env").read_text(encoding="utf-8")
+        except OSError:
+            return None
+
+
+_PROBE_SCRIPT = str(Path(mcp_probe.__file__).resolve())
+_MCP_GRACE = 1.0
+"""How long after the first prompt turn ends a stdio MCP server still counts as used."""
 _MCP_LINGER = 30.0
 """How long the stubborn probe of ACP-SHUTDOWN-003 outlives its stdin (unless signalled)."""
+_POLL = 0.05
+"""Files appearing and processes of other parents ending have no event: polled this often."""
+_EXIT_WAIT = 5.0
+"""How long an agent gets to exit once its stdin is closed (ACP-SHUTDOWN-001)."""
 
 
 def _running(pid: int) -> bool:
@@ -182,45 +264,124 @@ def _running(pid: int) -> bool:
     return stat[stat.rindex(")") + 2] != "Z"
 
 
-async def _appears(path: anyio.Path, timeout: float) -> bool:
+async def _holds_soon(condition: Callable[[], bool], timeout: float) -> bool:
     with anyio.move_on_after(timeout):
-        while not await path.exists():  # noqa: ASYNC110 - no event exists for a file appearing
-            await anyio.sleep(0.05)
+        while not condition():  # noqa: ASYNC110 - no event exists for a file appearing
+            await anyio.sleep(_POLL)
         return True
-    return False
+    return condition()
 
 
-async def _probe_started(
-    ctx: CheckContext, wire: AgentWire, session_id: str, path: anyio.Path, first_wait: float
+async def _mcp_used(
+    ctx: CheckContext, wire: AgentWire, session_id: str, condition: Callable[[], bool]
 ) -> bool:
-    """Whether the probe writes ``path`` within ``first_wait`` of session setup, or else
-    after a prompt (some agents connect lazily, at the first prompt)."""
-    if await _appears(path, first_wait):
+    """Whether ``condition`` (about the session's MCP servers) holds at session setup, or by
+    the end of the session's first prompt turn plus :data:`_MCP_GRACE` (some agents connect
+    lazily, at the first prompt): decided as soon as it holds, or as soon as the turn ended
+    and the grace passed."""
+    if condition():
         return True
-    await ctx.prompt(wire, session_id)
-    return await _appears(path, ctx.options.timeout)
+    request_id = await wire.start_request(
+        "session/prompt",
+        {"sessionId": session_id, "prompt": [{"type": "text", "text": ctx.options.prompt}]},
+    )
+    with anyio.move_on_after(ctx.options.timeout):
+        while not wire.answered(request_id) and not wire.eof:
+            if condition():
+                return True
+            await wire.wait_for(lambda: wire.answered(request_id), _POLL)
+    return await _holds_soon(condition, _MCP_GRACE)
+
+
+def _session_id_of(ctx: CheckContext, response: Response) -> str:
+    session_id = result_dict(response).get("sessionId")
+    if not isinstance(session_id, str) or not session_id:
+        ctx.fail(f"session/new returned no sessionId: {response.describe()}")
+    return session_id
+
+
+_BY_THE_END = "by the end of the first prompt turn, plus 1 s"
 
 
 @check("ACP-MCP-001")
-async def stdio_mcp_servers_are_accepted(ctx: CheckContext) -> None:
+async def stdio_mcp_servers_are_used(ctx: CheckContext) -> None:
     async with ctx.agent() as wire:
         await ctx.ready(wire)
-        marker = wire.cwd / "mcp-probe.log"
-        response = await ctx.call(
-            wire, "session/new", wire.new_session_params(mcpServers=[_mcp_server(str(marker))])
-        )
+        probe = _McpProbe.at(wire, "conformance-probe")
+        response = await ctx.session_new_response(wire, setup=False, mcpServers=[probe.entry()])
         if not response.ok:
             ctx.fail(f"session/new with a stdio MCP server failed: {response.describe()}")
+        session_id = _session_id_of(ctx, response)
+        if await _mcp_used(ctx, wire, session_id, probe.initialized):
+            return
+        if probe.started():
+            ctx.fail(
+                "the agent started the stdio MCP server given in session/new but never sent it "
+                f"an MCP initialize ({_BY_THE_END})"
+            )
+        ctx.fail(
+            "the agent accepted session/new with a stdio MCP server but never started it "
+            f"({_BY_THE_END}): all agents MUST support stdio MCP servers"
+        )
 
 
 @check("ACP-MCP-002")
-async def stdio_mcp_servers_are_connected(ctx: CheckContext) -> None:
+async def every_mcp_server_is_connected(ctx: CheckContext) -> None:
     async with ctx.agent() as wire:
         await ctx.ready(wire)
-        marker = wire.cwd / "mcp-probe.log"
-        session_id = await ctx.new_session(wire, mcpServers=[_mcp_server(str(marker))])
-        if not await _probe_started(ctx, wire, session_id, anyio.Path(marker), ctx.options.timeout):
-            ctx.fail("the stdio MCP server given in session/new was never sent an MCP initialize")
+        probes = [_McpProbe.at(wire, f"conformance-probe-{n}") for n in ("a", "b")]
+        response = await ctx.session_new_response(
+            wire, mcpServers=[probe.entry() for probe in probes]
+        )
+        if not response.ok:
+            single = await ctx.session_new_response(wire, mcpServers=[probes[0].entry()])
+            if not single.ok:
+                ctx.blocked_by(
+                    "ACP-MCP-001", f"session/new with a stdio MCP server fails: {single.describe()}"
+                )
+            ctx.fail(
+                "session/new with two stdio MCP servers failed (with one it works): "
+                f"{response.describe()}"
+            )
+        session_id = _session_id_of(ctx, response)
+        await _mcp_used(ctx, wire, session_id, lambda: all(p.initialized() for p in probes))
+        missing = [p.name for p in probes if not p.initialized()]
+        if len(missing) == len(probes):
+            ctx.blocked_by(
+                "ACP-MCP-001",
+                f"the agent connected to none of the stdio MCP servers given ({_BY_THE_END})",
+            )
+        if missing:
+            connected = [p.name for p in probes if p.name not in missing]
+            ctx.fail(
+                f"of the stdio MCP servers given in session/new, the agent connected to "
+                f"{', '.join(connected)} but never sent {', '.join(missing)} an MCP "
+                f"initialize ({_BY_THE_END})"
+            )
+
+
+@check("ACP-MCP-005")
+async def stdio_mcp_servers_get_their_env(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        await ctx.ready(wire)
+        probe = _McpProbe.at(wire, "conformance-probe")
+        response = await ctx.session_new_response(wire, mcpServers=[probe.entry()])
+        if not response.ok:
+            ctx.blocked_by(
+                "ACP-MCP-001", f"session/new with a stdio MCP server fails: {response.describe()}"
+            )
+        session_id = _session_id_of(ctx, response)
+        if not await _mcp_used(ctx, wire, session_id, probe.started):
+            ctx.blocked_by(
+                "ACP-MCP-001", f"the agent never started the stdio MCP server ({_BY_THE_END})"
+            )
+        seen = probe.env_token()
+        if seen != probe.token:
+            found = "it was unset" if not seen else f"it was {seen[:80]!r}"
+            ctx.fail(
+                f"the stdio MCP server was started without the env entry "
+                f"{mcp_probe.TOKEN_VARIABLE}={probe.token} given in session/new ({found})"
+            )
 
 
 async def _remote_mcp_session(ctx: CheckContext, kind: str) -> None:
@@ -233,7 +394,7 @@ async def _remote_mcp_session(ctx: CheckContext, kind: str) -> None:
             "url": url,
             "headers": [],
         }
-        response = await ctx.call(wire, "session/new", wire.new_session_params(mcpServers=[entry]))
+        response = await ctx.session_new_response(wire, setup=False, mcpServers=[entry])
         if not response.ok:
             ctx.fail(f"session/new with an {kind} MCP server failed: {response.describe()}")
         if server.methods:
@@ -252,6 +413,18 @@ async def sse_mcp_servers_are_accepted(ctx: CheckContext) -> None:
     await _remote_mcp_session(ctx, "sse")
 
 
+async def _exit_on_eof(ctx: CheckContext, wire: AgentWire) -> ProcessExit:
+    """Close the agent's stdin and watch it exit; blocked by ACP-SHUTDOWN-001 if it does not."""
+    await wire.close_stdin()
+    exit_ = await wire.wait_exit(_EXIT_WAIT)
+    if exit_ is None:
+        ctx.blocked_by(
+            "ACP-SHUTDOWN-001",
+            f"the agent was still running {_EXIT_WAIT:g} s after its stdin was closed",
+        )
+    return exit_
+
+
 @check("ACP-SHUTDOWN-001")
 async def exits_on_stdin_eof(ctx: CheckContext) -> None:
     async with ctx.agent() as wire:
@@ -259,9 +432,9 @@ async def exits_on_stdin_eof(ctx: CheckContext) -> None:
         await ctx.new_session(wire)
         await wire.close_stdin()
         started = time.monotonic()
-        exit_ = await wire.wait_exit(5.0)
+        exit_ = await wire.wait_exit(_EXIT_WAIT)  # the process's exit is the event
         if exit_ is None:
-            ctx.fail("the agent was still running 5 s after its stdin was closed")
+            ctx.fail(f"the agent was still running {_EXIT_WAIT:g} s after its stdin was closed")
         ctx.note(f"exited {time.monotonic() - started:.2f} s after stdin EOF ({exit_.describe()})")
 
 
@@ -289,13 +462,9 @@ def _group_members(pgid: int) -> list[int]:
 async def leaves_no_process_behind(ctx: CheckContext) -> None:
     async with ctx.agent() as wire:
         await basic_exchange(ctx, wire)
-        await wire.close_stdin()
-        if await wire.wait_exit(5.0) is None:
-            ctx.skip("the agent did not exit on stdin EOF (see ACP-SHUTDOWN-001)")
+        await _exit_on_eof(ctx, wire)
         pgid = wire.process.pid
-        with anyio.move_on_after(1.0):
-            while _group_members(pgid):  # noqa: ASYNC110 - no event exists for non-children
-                await anyio.sleep(0.05)
+        await _holds_soon(lambda: not _group_members(pgid), 1.0)
         left = _group_members(pgid)
         if left:
             ctx.fail(f"after the agent exited, process(es) {left} of its group were still running")
@@ -305,19 +474,17 @@ async def leaves_no_process_behind(ctx: CheckContext) -> None:
 async def mcp_servers_end_with_the_agent(ctx: CheckContext) -> None:
     async with ctx.agent() as wire:
         await ctx.ready(wire)
-        marker = wire.cwd / "mcp-stubborn.log"
-        pid_file = anyio.Path(f"{marker}.pid")
-        server = _mcp_server(str(marker), linger=_MCP_LINGER)
-        session_id = await ctx.new_session(wire, mcpServers=[server])
-        if not await _probe_started(ctx, wire, session_id, pid_file, 1.0):
-            ctx.skip("the agent never started the MCP server it was given (ACP-MCP-002)")
-        await wire.close_stdin()
-        if await wire.wait_exit(5.0) is None:
-            ctx.skip("the agent did not exit on stdin EOF (see ACP-SHUTDOWN-001)")
-        pids = [int(word) for word in (await pid_file.read_text()).split()]
-        with anyio.move_on_after(5.0):
-            while any(map(_running, pids)):  # noqa: ASYNC110 - no event for a non-child's exit
-                await anyio.sleep(0.05)
+        probe = _McpProbe.at(wire, "conformance-stubborn")
+        session_id = await ctx.new_session(wire, mcpServers=[probe.entry(linger=_MCP_LINGER)])
+        if not await _mcp_used(ctx, wire, session_id, probe.started):
+            ctx.blocked_by(
+                "ACP-MCP-001",
+                f"the agent never started the stdio MCP server it was given ({_BY_THE_END}): "
+                "there is no server to outlive it",
+            )
+        await _exit_on_eof(ctx, wire)
+        pids = [int(word) for word in probe.pid_file.read_text().split()]
+        await _holds_soon(lambda: not any(map(_running, pids)), 5.0)
         left = [pid for pid in pids if _running(pid)]
         for pid in left:
             with suppress(OSError):

@@ -7,6 +7,9 @@ each one exercises what the agent claims ("no false advertising").
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any, cast
 
 from ..framework import CheckContext, check
@@ -15,10 +18,10 @@ from ._common import HISTORY_UPDATES, index_of, update_kind, updates_between
 
 
 async def _session_with_history(ctx: CheckContext, wire: AgentWire) -> str:
+    """initialize, session/new and one answered prompt turn: the session id."""
     await ctx.ready(wire)
     session_id = await ctx.new_session(wire)
     ctx.stop_reason(await ctx.prompt(wire, session_id))
-    await wire.quiet(ctx.options.quiet_period)
     return session_id
 
 
@@ -34,37 +37,69 @@ def _texts(updates: list[dict[str, Any]], kind: str) -> str:
     return "".join(parts)
 
 
-async def _load(ctx: CheckContext, wire: AgentWire, session_id: str) -> tuple[Response, int]:
-    start = len(wire.lines)
-    response = await ctx.call(
-        wire, "session/load", {"sessionId": session_id, "cwd": str(wire.cwd), "mcpServers": []}
-    )
-    return response, start
+_EXIT_WAIT = 5.0
+"""How long the first process gets to exit once its stdin is closed (then it is stopped)."""
+
+
+@dataclass
+class _Reopened:
+    """A session reopened the way a client reopens one: made (with a prompt turn) by an agent
+    process that has since exited, then loaded or resumed in a new process."""
+
+    wire: AgentWire
+    """The new process."""
+    session_id: str
+    response: Response
+    """The answer to ``session/load`` or ``session/resume``."""
+    start: int
+    """Index in ``wire.lines`` of the load or resume request."""
+
+
+@asynccontextmanager
+async def _reopened(ctx: CheckContext, method: str) -> AsyncGenerator[_Reopened, None]:
+    """Process 1: a session with one prompt turn, then stdin closed and the exit waited for
+    (the shutdown ladder stops it otherwise); process 2: initialize, then ``method``
+    (``session/load`` or ``session/resume``) of that session, with its cwd."""
+    async with ctx.agent() as first:
+        session_id = await _session_with_history(ctx, first)
+        cwd = first.cwd
+        await first.close_stdin()
+        await first.wait_exit(_EXIT_WAIT)
+    async with ctx.agent() as wire:
+        await ctx.ready(wire)
+        start = len(wire.lines)
+        params: dict[str, Any] = {"sessionId": session_id, "cwd": str(cwd), "mcpServers": []}
+        response = await ctx.call(wire, method, params)
+        ctx.auth_blocked(method, response)
+        yield _Reopened(wire, session_id, response, start)
+
+
+_ELSEWHERE = "in a new agent process, after the one that made it (with a prompt turn) exited"
 
 
 @check("ACP-LOAD-001")
 async def load_succeeds(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        session_id = await _session_with_history(ctx, wire)
-        response, _ = await _load(ctx, wire, session_id)
-        if not response.ok:
-            ctx.fail(f"session/load of session {session_id!r} failed: {response.describe()}")
-        ctx.stop_reason(await ctx.prompt(wire, session_id))
+    async with _reopened(ctx, "session/load") as loaded:
+        if not loaded.response.ok:
+            ctx.fail(
+                f"session/load of session {loaded.session_id!r} {_ELSEWHERE}, failed: "
+                f"{loaded.response.describe()}"
+            )
+        ctx.stop_reason(await ctx.prompt(loaded.wire, loaded.session_id))
 
 
 @check("ACP-LOAD-002")
 async def load_replays_before_answering(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        session_id = await _session_with_history(ctx, wire)
-        response, start = await _load(ctx, wire, session_id)
+    async with _reopened(ctx, "session/load") as loaded:
+        wire, response = loaded.wire, loaded.response
         if not response.ok:
-            ctx.fail(f"session/load failed: {response.describe()}")
+            ctx.blocked_by("ACP-LOAD-001", f"session/load failed: {response.describe()}")
         await wire.quiet(ctx.options.quiet_period)
         answer_at = index_of(wire, response.line)
-        before = updates_between(wire, start, answer_at, session_id)
+        before = updates_between(wire, loaded.start, answer_at, loaded.session_id)
         after = [
             u
-            for u in updates_between(wire, answer_at + 1, None, session_id)
+            for u in updates_between(wire, answer_at + 1, None, loaded.session_id)
             if update_kind(u) in HISTORY_UPDATES
         ]
         if after:
@@ -75,18 +110,17 @@ async def load_replays_before_answering(ctx: CheckContext) -> None:
         if ctx.options.prompt not in _texts(before, "user_message_chunk"):
             kinds = sorted({str(update_kind(u)) for u in before}) or ["none"]
             ctx.fail(
-                "session/load did not replay the user's earlier prompt as user_message_chunk "
-                f"before answering (replayed update kinds: {', '.join(kinds)})"
+                f"session/load ({_ELSEWHERE}) did not replay the user's earlier prompt as "
+                f"user_message_chunk before answering (replayed update kinds: {', '.join(kinds)})"
             )
 
 
 @check("ACP-LOAD-003")
 async def load_result_is_an_object(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        session_id = await _session_with_history(ctx, wire)
-        response, _ = await _load(ctx, wire, session_id)
+    async with _reopened(ctx, "session/load") as loaded:
+        response = loaded.response
         if not response.ok:
-            ctx.skip(f"session/load failed (ACP-LOAD-001's concern): {response.describe()}")
+            ctx.blocked_by("ACP-LOAD-001", f"session/load failed: {response.describe()}")
         if not isinstance(response.result, dict):
             ctx.fail(f"session/load was answered with {response.describe()}, not an object")
 
@@ -110,6 +144,7 @@ async def load_of_unknown_session_fails(ctx: CheckContext) -> None:
             "session/load",
             {"sessionId": "conformance-no-such-session", "cwd": str(wire.cwd), "mcpServers": []},
         )
+        ctx.auth_blocked("session/load", response)
         if response.ok:
             ctx.fail("session/load of a session id that never existed succeeded")
         ctx.note(f"unknown session: {response.describe()}")
@@ -117,33 +152,26 @@ async def load_of_unknown_session_fails(ctx: CheckContext) -> None:
 
 @check("ACP-RESUME-001")
 async def resume_succeeds(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        session_id = await _session_with_history(ctx, wire)
-        response = await ctx.call(
-            wire,
-            "session/resume",
-            {"sessionId": session_id, "cwd": str(wire.cwd), "mcpServers": []},
-        )
-        if not response.ok:
-            ctx.fail(f"session/resume failed: {response.describe()}")
-        ctx.stop_reason(await ctx.prompt(wire, session_id))
+    async with _reopened(ctx, "session/resume") as resumed:
+        if not resumed.response.ok:
+            ctx.fail(
+                f"session/resume of session {resumed.session_id!r} {_ELSEWHERE}, failed: "
+                f"{resumed.response.describe()}"
+            )
+        ctx.stop_reason(await ctx.prompt(resumed.wire, resumed.session_id))
 
 
 @check("ACP-RESUME-002")
 async def resume_does_not_replay(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        session_id = await _session_with_history(ctx, wire)
-        start = len(wire.lines)
-        response = await ctx.call(
-            wire,
-            "session/resume",
-            {"sessionId": session_id, "cwd": str(wire.cwd), "mcpServers": []},
-        )
+    async with _reopened(ctx, "session/resume") as resumed:
+        wire, response = resumed.wire, resumed.response
         if not response.ok:
-            ctx.fail(f"session/resume failed: {response.describe()}")
+            ctx.blocked_by("ACP-RESUME-001", f"session/resume failed: {response.describe()}")
         replayed = [
             u
-            for u in updates_between(wire, start, index_of(wire, response.line), session_id)
+            for u in updates_between(
+                wire, resumed.start, index_of(wire, response.line), resumed.session_id
+            )
             if update_kind(u) in HISTORY_UPDATES
         ]
         if replayed:
@@ -207,7 +235,12 @@ async def list_rejects_an_invalid_cursor(ctx: CheckContext) -> None:
         await ctx.ready(wire)
         response = await ctx.call(wire, "session/list", {"cursor": "conformance-invalid-cursor"})
         if response.ok:
-            ctx.fail("session/list accepted an invalid cursor")
+            ctx.fail(
+                "session/list accepted a cursor it never issued "
+                f"({response.describe()}); session-list.mdx: "
+                '"Agents SHOULD return an error if the cursor is invalid"'
+            )
+        ctx.note(f"an invalid cursor: {response.describe()}")
 
 
 @check("ACP-DELETE-001")
@@ -248,7 +281,7 @@ async def close_of_idle_session_succeeds(ctx: CheckContext) -> None:
 
 async def _new_session_result(ctx: CheckContext, wire: AgentWire) -> tuple[str, dict[str, Any]]:
     await ctx.ready(wire)
-    response = await ctx.call(wire, "session/new", wire.new_session_params())
+    response = await ctx.session_new_response(wire)
     result = response.result
     if not response.ok or not isinstance(result, dict):
         ctx.fail(f"session/new failed: {response.describe()}")

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import difflib
+import functools
 import json
-from collections.abc import Awaitable, Callable
-from typing import Any, cast
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, NoReturn, cast
+
+import anyio
 
 from ..framework import CheckContext, check
 from ..wire import AgentWire, ClientSide, Response, WireError
-from ._common import ALL_CLIENT, HISTORY_UPDATES, index_of, update_kind, updates_between
+from ._common import (
+    ALL_CLIENT,
+    HISTORY_UPDATES,
+    index_of,
+    sent_index,
+    update_kind,
+    updates_between,
+)
 
 _PNG_1X1 = (
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
@@ -33,8 +45,8 @@ async def updates_carry_the_session_id(ctx: CheckContext) -> None:
         session_id = await ctx.new_session(wire)
         start = len(wire.lines)
         response = await ctx.prompt(wire, session_id)
-        await wire.quiet(ctx.options.quiet_period)
-        updates = updates_between(wire, start, None)
+        # The turn's updates all come before its response (prompt-turn.mdx): no wait after it.
+        updates = updates_between(wire, start, index_of(wire, response.line))
         wrong = [u.get("sessionId") for u in updates if u.get("sessionId") != session_id]
         if wrong:
             ctx.fail(
@@ -90,12 +102,61 @@ for _id, (_what, _block) in _CONTENT_BLOCKS.items():
     check(_id)(_accepts(_what, _block))
 
 
+_PROSE_WORDS = """
+    the a an this that these those some every each other another first last next same agent
+    client session prompt turn update message answer question request response file folder
+    path line word sentence paragraph chapter story report table list note river mountain
+    harbour garden kitchen window lantern bridge market station library morning evening
+    winter summer season weather storm cloud light shadow colour sound reads writes opens
+    closes builds breaks finds keeps sends brings carries follows explains describes
+    remembers forgets measures compares returns changes waits works quickly slowly carefully
+    quietly often rarely almost already still again together small large old new early late
+    bright dark warm cold simple careful patient curious because although while before after
+    until unless whenever since if when where and but or so yet nor with without under over
+    between through across around beside function variable module parser buffer stream
+    socket thread process queue cache error warning result value number string object array
+    record field index version teacher traveller engineer gardener baker sailor painter
+    doctor neighbour stranger ninety seven twelve forty three hundred thousand several many
+    few most none
+"""
+_VOCABULARY = tuple(_PROSE_WORDS.split())
+"""Words for :func:`realistic_text` (varied lengths and kinds, nothing repeated)."""
+
+
+@functools.cache
+def realistic_text(size: int, seed: int = 20260822) -> str:
+    """``size`` characters of deterministic prose: sentences of 5 to 24 varied words with
+    commas and different endings, grouped in paragraphs (what a pasted document looks like to
+    a tokenizer, unlike one character repeated)."""
+    state = seed
+
+    def below(n: int) -> int:
+        nonlocal state
+        state = (state * 6364136223846793005 + 1442695040888963407) % 2**64
+        return (state >> 33) % n
+
+    parts: list[str] = []
+    length = 0
+    while length < size:
+        for _ in range(3 + below(5)):
+            words = [_VOCABULARY[below(len(_VOCABULARY))] for _ in range(5 + below(20))]
+            words[0] = words[0].capitalize()
+            if len(words) > 8 and below(2):
+                words[3 + below(len(words) - 6)] += ","
+            sentence = " ".join(words) + ".?!."[below(4)] + " "
+            parts.append(sentence)
+            length += len(sentence)
+        parts.append("\n\n")
+        length += 2
+    return "".join(parts)[:size]
+
+
 @check("ACP-PROMPT-004")
 async def large_prompts_are_survived(ctx: CheckContext) -> None:
     async with ctx.agent() as wire:
         await ctx.ready(wire)
         session_id = await ctx.new_session(wire)
-        big = ctx.options.prompt + " " + "x" * (1024 * 1024)
+        big = ctx.options.prompt + "\n\n" + realistic_text(1024 * 1024)
         first = await ctx.prompt(wire, session_id, big)
         after = await ctx.prompt(wire, session_id)
         if not after.ok:
@@ -117,170 +178,693 @@ async def meta_is_accepted(ctx: CheckContext) -> None:
 
 # -- cancellation ---------------------------------------------------------------------------
 
-
 SETTLE = 0.2
-"""How long a turn must keep running (after its first update) before the suite cancels it: a
-turn still running then is not about to end by itself, so a late non-cancelled answer is the
+"""How long a turn has run past its first update when the "settled" cancel is sent: a turn
+still running then is not about to end by itself, so a late non-cancelled answer is the
 agent's, not a race."""
+FIRST_UPDATE_WAIT = 5.0
+"""Bound on the wait for a turn's first update (the cancel is sent anyway after it)."""
+GRACE = 0.25
+"""How long updates are watched for after the last cancelled turn's response (earlier
+rounds' sessions are watched until the check ends)."""
+
+TURN_UPDATES = HISTORY_UPDATES | {"usage_update"}
+"""``sessionUpdate`` kinds a prompt turn sends: message and thought chunks, tool calls, plan,
+usage (what the "first update" of a turn is)."""
+SESSION_STATE_UPDATES = frozenset(
+    {
+        "available_commands_update",
+        "current_mode_update",
+        "config_option_update",
+        "session_info_update",
+    }
+)
+"""``sessionUpdate`` kinds that describe the session's state, not a turn: they may come at any
+time. Every other update (unknown kinds too) belongs to the turn it is sent in."""
 
 
-async def _start_long_turn(ctx: CheckContext, wire: AgentWire, session_id: str) -> Any:
-    """Start the cancel prompt, wait for its first update (bounded) and :data:`SETTLE` more;
-    returns the request id."""
-    start = len(wire.lines)
-    request_id = await wire.start_request(
-        "session/prompt",
-        {"sessionId": session_id, "prompt": [{"type": "text", "text": ctx.options.cancel_prompt}]},
-    )
-    await wire.wait_for(
-        lambda: bool(updates_between(wire, start, None, session_id)) or wire.answered(request_id),
-        min(ctx.options.timeout, 5.0),
-    )
-    await wire.wait_for(lambda: wire.answered(request_id), SETTLE)
-    return request_id
+@dataclass(frozen=True)
+class _Moment:
+    """When a round interrupts its turn."""
+
+    label: str
+    delay: float | None
+    """Seconds after the turn's first update; ``None``: right after the prompt is sent."""
 
 
-async def _cancelled_turn(
-    ctx: CheckContext, wire: AgentWire, how: str = "session/cancel"
-) -> tuple[str, Response, int]:
-    """A long turn interrupted by ``how``; returns (session, prompt response, index of the
-    interrupting message). Skips honestly when the turn ended before it could act."""
-    await ctx.ready(wire)
-    session_id = await ctx.new_session(wire)
-    request_id = await _start_long_turn(ctx, wire, session_id)
-    if wire.answered(request_id):
-        ctx.skip(
-            f"the {ctx.options.cancel_prompt!r} turn ended before it could be cancelled "
-            "(use --cancel-prompt to give a prompt the agent works on longer)"
+_MOMENTS = (
+    _Moment(f"{SETTLE:g} s after the turn's first update", SETTLE),
+    _Moment("right after the prompt was sent", None),
+    _Moment("at the turn's first update", 0.0),
+)
+"""The moments rounds 1, 2, 3, 4, ... cancel at (in turn). The settled one comes first, so
+that a single round (``--cancel-rounds 1``) still judges a late non-cancelled answer."""
+
+
+@dataclass
+class _Round:
+    """One interrupted turn, in a session of its own (and the prompt after it, if sent)."""
+
+    number: int
+    moment: _Moment
+    how: str
+    session_id: str
+    request_id: Any
+    prompt_at: int
+    """Index of the prompt in the transcript."""
+    sent_at: int | None = None
+    """Index of the interrupting message (``None``: the turn ended before it was sent)."""
+    first_update: bool = False
+    """Whether a turn update arrived before the interrupt."""
+    waited_out: bool = False
+    """The wait for the first update ran out, the turn still running (a silent turn)."""
+    settled: bool = False
+    """The interrupt came when the turn was not about to end by itself: :data:`SETTLE` past
+    its first update, or after the whole wait for one."""
+    response: Response | None = None
+    error: str | None = None
+    """Why the interrupted prompt got no answer."""
+    close_error: str | None = None
+    follow_up_at: int | None = None
+    follow_up: Response | None = None
+    follow_up_error: str | None = None
+
+    @property
+    def name(self) -> str:
+        return f"round {self.number} ({self.how} {self.moment.label})"
+
+    @property
+    def stop_reason(self) -> str | None:
+        result = self.response.result if self.response is not None else None
+        reason = (
+            cast(dict[str, Any], result).get("stopReason") if isinstance(result, dict) else None
         )
-    if how == "session/cancel":
-        await wire.notify("session/cancel", {"sessionId": session_id})
-    else:
-        await wire.start_request("session/close", {"sessionId": session_id})
-    sent_at = len(wire.lines) - 1
+        return reason if isinstance(reason, str) else None
+
+    def ended_first(self, wire: AgentWire) -> bool:
+        """The turn was answered before the interrupt was sent (nothing to judge)."""
+        return self.response is not None and (
+            self.sent_at is None or index_of(wire, self.response.line) < self.sent_at
+        )
+
+    def cancelled(self, wire: AgentWire) -> bool:
+        """Interrupted, and answered ``cancelled``."""
+        return (
+            not self.ended_first(wire)
+            and self.response is not None
+            and self.response.ok
+            and self.stop_reason == "cancelled"
+        )
+
+    def gap_ms(self, wire: AgentWire) -> float:
+        assert self.response is not None
+        assert self.sent_at is not None
+        return (self.response.line.t - wire.lines[self.sent_at].t) * 1000
+
+
+def _turn_updates(
+    wire: AgentWire, start: int, end: int | None, session_id: str
+) -> list[dict[str, Any]]:
+    return [
+        u for u in updates_between(wire, start, end, session_id) if update_kind(u) in TURN_UPDATES
+    ]
+
+
+def _prompt_params(session_id: str, text: str) -> dict[str, Any]:
+    return {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
+
+
+async def _interrupted_turn(
+    ctx: CheckContext, wire: AgentWire, number: int, how: str, *, silent: bool = False
+) -> _Round:
+    """A new session, the cancel prompt, interrupted by ``how`` at the round's moment (with
+    ``silent``, an earlier turn sent no update in time: the moment counts from the prompt)."""
+    session_id = await ctx.new_session(wire)
+    moment = _MOMENTS[(number - 1) % len(_MOMENTS)]
+    prompt_at = len(wire.lines)
     try:
-        response = await wire.wait_response(request_id)
+        request_id = await wire.start_request(
+            "session/prompt", _prompt_params(session_id, ctx.options.cancel_prompt)
+        )
     except WireError as exc:
-        ctx.fail(f"after {how} the prompt was not answered: {exc}")
-    return session_id, response, sent_at
+        ctx.fail(f"round {number}: the {ctx.options.cancel_prompt!r} prompt: {exc}")
+    turn = _Round(number, moment, how, session_id, request_id, prompt_at)
+    if moment.delay is not None and not silent:
+        turn.waited_out = not await wire.wait_for(
+            lambda: (
+                bool(_turn_updates(wire, prompt_at, None, session_id)) or wire.answered(request_id)
+            ),
+            min(ctx.options.timeout, FIRST_UPDATE_WAIT),
+        )
+    if moment.delay:
+        await wire.wait_for(lambda: wire.answered(request_id), moment.delay)
+    turn.first_update = bool(_turn_updates(wire, prompt_at, None, session_id))
+    turn.settled = moment.delay == SETTLE and (turn.first_update or turn.waited_out)
+    if wire.answered(request_id):
+        turn.response = await wire.wait_response(request_id)
+        return turn
+    close_id: Any = None
+    try:
+        if how == "session/cancel":
+            await wire.notify("session/cancel", {"sessionId": session_id})
+            turn.sent_at = sent_index(wire, "session/cancel")
+        else:
+            close_id = await wire.start_request("session/close", {"sessionId": session_id})
+            turn.sent_at = sent_index(wire, "session/close", close_id)
+        turn.response = await wire.wait_response(request_id)
+    except WireError as exc:
+        turn.error = str(exc)
+    if close_id is not None and turn.error is None:
+        try:
+            await wire.wait_response(close_id)
+        except WireError as exc:
+            turn.close_error = str(exc)
+    return turn
 
 
-def _judge_cancelled(
-    ctx: CheckContext, wire: AgentWire, response: Response, sent_at: int, how: str
-) -> None:
+async def _follow_up(ctx: CheckContext, wire: AgentWire, turn: _Round) -> None:
+    """The ordinary prompt, in the session of the cancelled turn."""
+    turn.follow_up_at = len(wire.lines)
+    try:
+        request_id = await wire.start_request(
+            "session/prompt", _prompt_params(turn.session_id, ctx.options.prompt)
+        )
+        turn.follow_up = await wire.wait_response(request_id)
+    except WireError as exc:
+        turn.follow_up_error = str(exc)
+
+
+Judge = Callable[[_Round], str | None]
+"""Judges one round: returns ``None`` when it was judged (and held), or why it could not be;
+fails the check when it does not hold."""
+
+
+async def _rounds(
+    ctx: CheckContext, wire: AgentWire, how: str, judge: Judge, *, follow_up: bool = False
+) -> tuple[list[_Round], list[_Round]]:
+    """``Options.cancel_rounds`` interrupted turns, each judged as it ends (a failure ends the
+    check at once); returns (every round, the judged ones). Skips, naming the real cause,
+    when no round could be judged."""
+    rounds: list[_Round] = []
+    judged: list[_Round] = []
+    unjudged: list[str] = []
+    silent = False
+    for number in range(1, max(1, ctx.options.cancel_rounds) + 1):
+        turn = await _interrupted_turn(ctx, wire, number, how, silent=silent)
+        rounds.append(turn)
+        silent = silent or turn.waited_out
+        if follow_up and turn.cancelled(wire):
+            await _follow_up(ctx, wire, turn)
+        why = judge(turn)
+        if why is None:
+            judged.append(turn)
+        else:
+            unjudged.append(f"{turn.name}: {why}")
+        if turn.error is not None:
+            break  # the agent is stuck in that turn: later rounds would only wait
+    if not judged:
+        for turn in rounds:
+            if turn.error is not None:
+                ctx.blocked_by("ACP-CANCEL-001", f"{turn.name}: the prompt was not answered")
+        _none_judged(ctx, wire, rounds, unjudged)
+    if unjudged:
+        ctx.note(f"{len(unjudged)} round(s) not judged: {'; '.join(unjudged)}")
+    return rounds, judged
+
+
+def _none_judged(
+    ctx: CheckContext, wire: AgentWire, rounds: list[_Round], why: list[str]
+) -> NoReturn:
+    """Skip: no round could be judged; say why in the agent's terms."""
+    prompt = ctx.options.cancel_prompt
+    count = f"{len(rounds)} round(s)"
+    own = any(_turn_updates(wire, r.prompt_at, None, r.session_id) for r in rounds)
+    ours = {r.session_id for r in rounds}
+    others = sorted(
+        {
+            str(u.get("sessionId"))
+            for u in updates_between(wire, rounds[0].prompt_at, None)
+            if u.get("sessionId") not in ours
+        }
+    )
+    if not own and others:
+        ctx.skip(
+            f"no session/update for the prompted session arrived in any of the {prompt!r} turns "
+            f"({count}): the updates carried session id(s) {', '.join(map(repr, others[:3]))} "
+            "instead, so no turn could be caught running (see ACP-PROMPT-002)"
+        )
+    hint = "use --cancel-prompt to give a prompt the agent works on longer"
+    if not own:
+        ctx.skip(
+            f"the {prompt!r} turn sent no session/update and ended before it could be "
+            f"interrupted, in all {count} ({hint})"
+        )
+    ctx.skip(
+        f"the {prompt!r} turn ended by itself before the interrupt could act, in all {count} "
+        f"({why[0]}; {hint})"
+    )
+
+
+def _judge_interrupted(ctx: CheckContext, wire: AgentWire, turn: _Round) -> str | None:
+    """The interrupted prompt is answered ``cancelled`` (CANCEL-001, CLOSE-002)."""
+    how = turn.how
+    if turn.error is not None:
+        ctx.fail(f"{turn.name}: after {how} the prompt was not answered: {turn.error}")
+    response = turn.response
+    assert response is not None
+    reason = turn.stop_reason
+    if turn.ended_first(wire):
+        return f"the turn ended ({reason or response.describe()}) before {how} was sent"
     if not response.ok:
         ctx.fail(
-            f"after {how} the prompt was answered with an error ({response.describe()}), not "
-            'stopReason "cancelled"'
+            f"{turn.name}: after {how} the prompt was answered with an error "
+            f'({response.describe()}), not stopReason "cancelled"'
         )
-    result = response.result
-    reason = cast(dict[str, Any], result).get("stopReason") if isinstance(result, dict) else None
     if reason == "cancelled":
-        # "SHOULD stop ... as soon as possible": how soon is recorded (not judged: it depends
-        # on the machine and on what the agent was doing).
-        latency = response.line.t - wire.lines[sent_at].t
-        ctx.note(f"answered cancelled {latency * 1000:.0f} ms after {how}")
-    if reason != "cancelled":
-        if index_of(wire, response.line) < sent_at:
-            ctx.skip(f"the turn ended ({reason!r}) before {how} was sent")
-        gap = response.line.t - wire.lines[sent_at].t
+        return None
+    gap = turn.gap_ms(wire)
+    if turn.settled:
+        ran = wire.lines[cast(int, turn.sent_at)].t - wire.lines[turn.prompt_at].t
+        past = f"{SETTLE:g} s past its first update" if turn.first_update else "silently"
         ctx.fail(
-            f"the turn had run {SETTLE:g} s past its first update when {how} was sent, yet it "
-            f'was answered {gap * 1000:.0f} ms later with stopReason {reason!r}, not "cancelled"'
+            f"{turn.name}: the turn had run {ran:.2f} s ({past}) when {how} was sent, yet it "
+            f'was answered {gap:.0f} ms later with stopReason {reason!r}, not "cancelled"'
         )
+    return f"answered {reason!r} {gap:.0f} ms after {how}: it may have been ending by itself"
+
+
+def _latencies(wire: AgentWire, rounds: Iterable[_Round]) -> str:
+    gaps = sorted(turn.gap_ms(wire) for turn in rounds)
+    return f"{gaps[0]:.0f} ms" if len(gaps) == 1 else f"{gaps[0]:.0f}-{gaps[-1]:.0f} ms"
 
 
 @check("ACP-CANCEL-001")
 async def cancel_ends_the_turn_cancelled(ctx: CheckContext) -> None:
     async with ctx.agent() as wire:
-        _, response, sent_at = await _cancelled_turn(ctx, wire)
-        _judge_cancelled(ctx, wire, response, sent_at, "session/cancel")
+        await ctx.ready(wire)
+        rounds, judged = await _rounds(
+            ctx, wire, "session/cancel", lambda turn: _judge_interrupted(ctx, wire, turn)
+        )
+        # "SHOULD stop ... as soon as possible": how soon is recorded (not judged: it depends
+        # on the machine and on what the agent was doing).
+        ctx.note(
+            f"answered cancelled {_latencies(wire, judged)} after session/cancel, in "
+            f"{len(judged)} of {len(rounds)} round(s)"
+        )
+
+
+def _cancelled_turn(wire: AgentWire, turn: _Round) -> str | None:
+    """Whether the round's turn was cancelled (answered ``cancelled``, or anyhow after a
+    settled cancel: its updates are a cancelled turn's either way)."""
+    if turn.error is not None:
+        return f"not answered ({turn.error})"
+    assert turn.response is not None
+    if turn.ended_first(wire):
+        return f"the turn ended ({turn.stop_reason or turn.response.describe()}) first"
+    if turn.stop_reason != "cancelled" and not turn.settled:
+        return f"answered {turn.stop_reason!r} after the cancel (it may have been ending by itself)"
+    return None
 
 
 @check("ACP-CANCEL-002")
 async def no_update_after_the_cancelled_response(ctx: CheckContext) -> None:
     async with ctx.agent() as wire:
-        session_id, response, _ = await _cancelled_turn(ctx, wire)
-        await wire.quiet(max(ctx.options.quiet_period, 0.5))
-        # Session-level state (available commands, mode, config, session info) may change any
-        # time; the turn's own updates (messages, thoughts, tool calls, plan) may not come late.
-        late = [
-            u
-            for u in updates_between(wire, index_of(wire, response.line) + 1, None, session_id)
-            if update_kind(u) in HISTORY_UPDATES
-        ]
+        await ctx.ready(wire)
+        rounds, judged = await _rounds(
+            ctx, wire, "session/cancel", lambda turn: _cancelled_turn(wire, turn)
+        )
+        # Each round has its own session, so an earlier round's late updates are watched
+        # while the later rounds run (up to the next prompt for the same id, should the agent
+        # hand out one id twice); the last one gets a short grace.
+        await wire.quiet(GRACE)
+        late: list[tuple[_Round, list[str]]] = []
+        for turn in judged:
+            assert turn.response is not None
+            after = index_of(wire, turn.response.line) + 1
+            same = [r.prompt_at for r in rounds if r.session_id == turn.session_id]
+            end = min((at for at in same if at > after), default=None)
+            kinds = [
+                str(update_kind(u))
+                for u in updates_between(wire, after, end, turn.session_id)
+                if update_kind(u) not in SESSION_STATE_UPDATES
+            ]
+            if kinds:
+                late.append((turn, kinds))
         if late:
-            kinds = ", ".join(str(update_kind(u)) for u in late[:5])
-            ctx.fail(f"{len(late)} session/update(s) arrived after the prompt's response: {kinds}")
+            turn, kinds = late[0]
+            rounds_ = ", ".join(str(t.number) for t, _ in late)
+            ctx.fail(
+                f"session/update(s) of the cancelled turn arrived after the prompt's response in "
+                f"{len(late)} of {len(judged)} round(s) ({rounds_}); {turn.name}: "
+                f"{len(kinds)}, {', '.join(kinds[:5])}"
+            )
+        ctx.note(f"no late update in {len(judged)} cancelled turn(s)")
+
+
+# -- the turn after a cancelled one -----------------------------------------------------------
+
+
+@dataclass
+class _Content:
+    """What a turn said: its text (message and thought chunks, in order) and the ids of its
+    messages and tool calls."""
+
+    text: str = ""
+    message_ids: set[str] = field(default_factory=set[str])
+    tool_call_ids: set[str] = field(default_factory=set[str])
+    updates: int = 0
+
+    @property
+    def empty(self) -> bool:
+        return not (self.text.strip() or self.message_ids or self.tool_call_ids)
+
+
+def _content(wire: AgentWire, session_id: str, start: int, end: int | None) -> _Content:
+    found = _Content()
+    parts: list[str] = []
+    for params in _turn_updates(wire, start, end, session_id):
+        found.updates += 1
+        update = cast(dict[str, Any], params.get("update"))
+        kind = update_kind(params)
+        if kind in ("agent_message_chunk", "agent_thought_chunk"):
+            block = update.get("content")
+            if isinstance(block, dict):
+                text = cast(dict[str, Any], block).get("text")
+                if isinstance(text, str):
+                    parts.append(text)
+            message_id = update.get("messageId")
+            if isinstance(message_id, str) and message_id:
+                found.message_ids.add(message_id)
+        elif kind in ("tool_call", "tool_call_update"):
+            tool_call_id = update.get("toolCallId")
+            if isinstance(tool_call_id, str) and tool_call_id:
+                found.tool_call_ids.add(tool_call_id)
+    found.text = "".join(parts)
+    return found
+
+
+@dataclass
+class _Control:
+    """The ordinary prompt, twice, in a fresh session of the same process."""
+
+    first: _Content
+    second: _Content
+    stop_reason: str | None
+
+    @property
+    def text(self) -> str:
+        return self.first.text + "\n" + self.second.text
+
+    @property
+    def quotes_history(self) -> bool:
+        """The second answer repeats the first within more (an agent that quotes earlier
+        turns of its own accord: shared text then proves nothing)."""
+        first = self.first.text.strip()
+        return bool(first) and self.second.text != self.first.text and first in self.second.text
+
+
+async def _control(ctx: CheckContext, wire: AgentWire, turns: int) -> _Control:
+    session_id = await ctx.new_session(wire)
+    contents: list[_Content] = []
+    reason: str | None = None
+    for _ in range(turns):
+        start = len(wire.lines)
+        try:
+            response = await wire.request(
+                "session/prompt", _prompt_params(session_id, ctx.options.prompt)
+            )
+        except WireError as exc:
+            ctx.blocked_by("ACP-PROMPT-001", f"the control prompt in a fresh session: {exc}")
+        result = response.result
+        reason = (
+            cast(dict[str, Any], result).get("stopReason") if isinstance(result, dict) else None
+        )
+        if not response.ok or not isinstance(reason, str):
+            ctx.blocked_by(
+                "ACP-PROMPT-001",
+                f"the control prompt in a fresh session was answered {response.describe()}",
+            )
+        contents.append(_content(wire, session_id, start, index_of(wire, response.line)))
+    return _Control(contents[0], contents[-1], reason)
+
+
+def _cancel_not_judged(ctx: CheckContext, wire: AgentWire, turn: _Round) -> str | None:
+    """Why a round gives no cancelled turn to follow up (blocking on CANCEL-001's failures)."""
+    if turn.cancelled(wire):
+        return None
+    if turn.error is not None:
+        ctx.blocked_by("ACP-CANCEL-001", f"{turn.name}: the cancelled prompt was not answered")
+    assert turn.response is not None
+    if turn.ended_first(wire):
+        return f"the turn ended ({turn.stop_reason or turn.response.describe()}) first"
+    if not turn.response.ok or turn.settled:
+        ctx.blocked_by(
+            "ACP-CANCEL-001",
+            f"{turn.name}: the cancelled prompt was answered {turn.response.describe()}, "
+            'not stopReason "cancelled"',
+        )
+    return f"answered {turn.stop_reason!r} after the cancel (it may have been ending by itself)"
+
+
+def _follow_up_response(ctx: CheckContext, turn: _Round) -> Response:
+    if turn.follow_up_error is not None or turn.follow_up is None:
+        ctx.fail(
+            f"{turn.name}: after the cancelled turn the next prompt was not answered: "
+            f"{turn.follow_up_error}"
+        )
+    return turn.follow_up
 
 
 @check("ACP-CANCEL-003")
 async def prompt_after_cancel_works(ctx: CheckContext) -> None:
     async with ctx.agent() as wire:
-        session_id, _, _ = await _cancelled_turn(ctx, wire)
-        ctx.stop_reason(await ctx.prompt(wire, session_id))
+        await ctx.ready(wire)
+        control = await _control(ctx, wire, 1)
+
+        def judge(turn: _Round) -> str | None:
+            why = _cancel_not_judged(ctx, wire, turn)
+            if why is not None:
+                return why
+            response = _follow_up_response(ctx, turn)
+            if not response.ok:
+                ctx.fail(
+                    f"{turn.name}: after the cancelled turn the next prompt failed: "
+                    f"{response.describe()}"
+                )
+            reason = ctx.stop_reason(response)
+            if reason == "cancelled" and control.stop_reason != "cancelled":
+                ctx.fail(
+                    f"{turn.name}: the next prompt, never cancelled, was answered stopReason "
+                    f'"cancelled" (the same prompt in a fresh session ends '
+                    f"{control.stop_reason!r}): the cancel outlived its turn"
+                )
+            after = _content(
+                wire, turn.session_id, cast(int, turn.follow_up_at), index_of(wire, response.line)
+            )
+            if after.updates == 0 and control.first.text.strip():
+                ctx.fail(
+                    f"{turn.name}: the next prompt was answered {reason!r} without a single "
+                    "update, where the same prompt in a fresh session gets an answer "
+                    f"({control.first.text[:80]!r})"
+                )
+            return None
+
+        rounds, judged = await _rounds(ctx, wire, "session/cancel", judge, follow_up=True)
+        ctx.note(f"the next prompt worked after {len(judged)} of {len(rounds)} cancelled turn(s)")
+
+
+MIN_LEFTOVER = 12
+"""Shortest text of a cancelled turn that counts as showing up in the next one."""
+LONG_LEFTOVER = 64
+"""A run of this many characters of a cancelled turn in the next one counts even when the
+cancelled turn said more."""
+
+
+def _leftover(cancelled: _Content, after: _Content, control: _Control) -> str | None:
+    """How the next turn carries the cancelled turn's content, if it does."""
+    if ids := sorted(after.message_ids & cancelled.message_ids):
+        return f"its message chunks carry the cancelled turn's messageId {ids[0]!r}"
+    if ids := sorted(after.tool_call_ids & cancelled.tool_call_ids):
+        return f"it updates the cancelled turn's tool call {ids[0]!r}"
+    if control.quotes_history:
+        return None
+    a, b = cancelled.text[:20000], after.text[:20000]
+    match = difflib.SequenceMatcher(None, a, b, autojunk=False).find_longest_match(
+        0, len(a), 0, len(b)
+    )
+    shared = a[match.a : match.a + match.size]
+    needed = min(len(a.strip()), LONG_LEFTOVER)
+    if len(shared.strip()) >= max(MIN_LEFTOVER, needed) and shared.strip() not in control.text:
+        return (
+            f"its text contains {shared[:120]!r} from the cancelled turn (the same prompt in a "
+            "fresh session says no such thing)"
+        )
+    return None
+
+
+@check("ACP-CANCEL-004")
+async def the_turn_after_a_cancel_is_its_own(ctx: CheckContext) -> None:
+    async with ctx.agent() as wire:
+        await ctx.ready(wire)
+        control = await _control(ctx, wire, 2)
+
+        def judge(turn: _Round) -> str | None:
+            why = _cancel_not_judged(ctx, wire, turn)
+            if why is not None:
+                return why
+            response = turn.follow_up
+            if response is None or not response.ok:
+                what = turn.follow_up_error if response is None else response.describe()
+                ctx.blocked_by(
+                    "ACP-CANCEL-003", f"{turn.name}: the next prompt was not answered ({what})"
+                )
+            assert turn.response is not None
+            cancelled = _content(
+                wire, turn.session_id, turn.prompt_at, index_of(wire, turn.response.line)
+            )
+            if cancelled.empty:
+                return "the cancelled turn said nothing that could show up later"
+            after = _content(
+                wire, turn.session_id, cast(int, turn.follow_up_at), index_of(wire, response.line)
+            )
+            if how := _leftover(cancelled, after, control):
+                ctx.fail(
+                    f"{turn.name}: the next turn's answer carries the cancelled turn's "
+                    f"content: {how}"
+                )
+            return None
+
+        rounds, judged = await _rounds(ctx, wire, "session/cancel", judge, follow_up=True)
+        guard = (
+            " (judged on message and tool call ids only: the agent repeats earlier answers)"
+            if control.quotes_history
+            else ""
+        )
+        ctx.note(
+            f"the next turn had its own answer after {len(judged)} of {len(rounds)} cancelled "
+            f"turn(s){guard}"
+        )
 
 
 @check("ACP-CLOSE-002")
 async def close_cancels_the_running_turn(ctx: CheckContext) -> None:
     async with ctx.agent() as wire:
-        _, response, sent_at = await _cancelled_turn(ctx, wire, "session/close")
-        _judge_cancelled(ctx, wire, response, sent_at, "session/close")
-        await wire.wait_for(lambda: not wire.pending_methods(), ctx.options.timeout)
-        if wire.pending_methods():
-            ctx.fail("session/close itself was never answered")
+        await ctx.ready(wire)
+
+        def judge(turn: _Round) -> str | None:
+            why = _judge_interrupted(ctx, wire, turn)
+            if turn.close_error is not None:
+                ctx.fail(
+                    f"{turn.name}: session/close itself was never answered: {turn.close_error}"
+                )
+            return why
+
+        rounds, judged = await _rounds(ctx, wire, "session/close", judge)
+        ctx.note(
+            f"answered cancelled {_latencies(wire, judged)} after session/close, in "
+            f"{len(judged)} of {len(rounds)} round(s)"
+        )
 
 
 # -- what the agent asks of the client ------------------------------------------------------
 
-_CAPABILITY_PROMPTS = ("fs", "terminal")
-"""Prompts that make the reference agent use the client's file system and terminals (other
-agents take them as ordinary text)."""
 
-
-async def _turns_without_capabilities(ctx: CheckContext) -> AgentWire:
-    async with ctx.agent(ClientSide()) as wire:
-        await ctx.ready(wire)
-        session_id = await ctx.new_session(wire)
-        for text in (ctx.options.prompt, *_CAPABILITY_PROMPTS):
-            await ctx.prompt(wire, session_id, text)
-        await wire.quiet(ctx.options.quiet_period)
-        return wire
+def _elicitation_prompt(ctx: CheckContext) -> str:
+    return ctx.options.elicitation_prompt
 
 
 def _called(wire: AgentWire, prefix: str) -> list[str]:
-    return [
-        str(r.get("method")) for r in wire.agent_requests if str(r.get("method")).startswith(prefix)
-    ]
+    return sorted(
+        {
+            str(r.get("method"))
+            for r in wire.agent_requests
+            if str(r.get("method")).startswith(prefix)
+        }
+    )
+
+
+async def _turns(ctx: CheckContext, client: ClientSide, prompts: Iterable[str]) -> AgentWire:
+    """A fresh agent offered ``client``, one session, the ``prompts`` in turn (each answered
+    any way)."""
+    async with ctx.agent(client) as wire:
+        await ctx.ready(wire)
+        session_id = await ctx.new_session(wire)
+        for text in prompts:
+            await ctx.prompt(wire, session_id, text)
+        return wire
+
+
+async def _not_without_capability(
+    ctx: CheckContext, *, prefix: str, what: str, offered: ClientSide, option: str, prompt: str
+) -> None:
+    """The agent calls no ``prefix`` method when the client offers no ``what`` (fail); and
+    does call one for the same prompt when it is offered, in another process run at the same
+    time (else nothing was exercised: an agent that never calls them passes for nothing)."""
+    wires: dict[bool, AgentWire] = {}
+
+    async def run(offer: bool) -> None:
+        wires[offer] = await _turns(ctx, offered if offer else ClientSide(), [prompt])
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run, False)
+        tg.start_soon(run, True)
+    calls = _called(wires[False], prefix)
+    if calls:
+        ctx.fail(f"the client offered no {what}, yet the agent called {', '.join(calls)}")
+    calls = _called(wires[True], prefix)
+    if not calls:
+        ctx.not_exercised(
+            f"the agent made no {prefix}* request, even when offered {what}, for {option} "
+            f"{prompt!r}"
+        )
+    ctx.note(f"offered {what}, the agent called {', '.join(calls)}; not offered, nothing")
 
 
 @check("ACP-CLIENTCAP-001")
 async def no_fs_without_the_capability(ctx: CheckContext) -> None:
-    wire = await _turns_without_capabilities(ctx)
-    if calls := _called(wire, "fs/"):
-        ctx.fail(
-            "the client offered no file system, yet the agent called "
-            f"{', '.join(sorted(set(calls)))}"
-        )
+    await _not_without_capability(
+        ctx,
+        prefix="fs/",
+        what="the file system",
+        offered=ClientSide(read_text_file=True, write_text_file=True),
+        option="--fs-prompt",
+        prompt=ctx.options.fs_prompt,
+    )
 
 
 @check("ACP-CLIENTCAP-002")
 async def no_terminal_without_the_capability(ctx: CheckContext) -> None:
-    wire = await _turns_without_capabilities(ctx)
-    if calls := _called(wire, "terminal/"):
-        ctx.fail(
-            f"the client offered no terminals, yet the agent called {', '.join(sorted(set(calls)))}"
-        )
+    await _not_without_capability(
+        ctx,
+        prefix="terminal/",
+        what="terminals",
+        offered=ClientSide(terminal=True),
+        option="--terminal-prompt",
+        prompt=ctx.options.terminal_prompt,
+    )
 
 
 @check("ACP-CLIENTCAP-003")
 async def no_elicitation_without_the_capability(ctx: CheckContext) -> None:
-    wire = await _turns_without_capabilities(ctx)
-    if calls := _called(wire, "elicitation/"):
-        ctx.fail(
-            "the client offered no elicitation, yet the agent called "
-            f"{', '.join(sorted(set(calls)))}"
-        )
+    await _not_without_capability(
+        ctx,
+        prefix="elicitation/",
+        what="elicitation",
+        offered=ClientSide(elicitation=True),
+        option="--elicitation-prompt",
+        prompt=_elicitation_prompt(ctx),
+    )
+
+
+def _released(wire: AgentWire) -> set[str]:
+    """Terminal ids the agent sent ``terminal/release`` for (its requests, not our answers:
+    those are written by a task that may not have run yet)."""
+    released: set[str] = set()
+    for request in wire.agent_requests:
+        params = request.get("params")
+        if request.get("method") == "terminal/release" and isinstance(params, dict):
+            released.add(str(cast(dict[str, Any], params).get("terminalId")))
+    return released
 
 
 @check("ACP-TERMINAL-001")
@@ -288,17 +872,22 @@ async def terminals_are_released(ctx: CheckContext) -> None:
     async with ctx.agent(ALL_CLIENT) as wire:
         await ctx.ready(wire)
         session_id = await ctx.new_session(wire)
-        for text in ("terminal", ctx.options.prompt):
-            await ctx.prompt(wire, session_id, text)
-        await wire.quiet(ctx.options.quiet_period)
+        prompt = ctx.options.terminal_prompt
+        await ctx.prompt(wire, session_id, prompt)
         if not wire.terminals:
-            ctx.note("the agent created no terminal (nothing to release)")
-            return
-        unreleased = sorted(t for t, state in wire.terminals.items() if not state["released"])
+            ctx.not_exercised(
+                "the agent created no terminal, even when offered terminals, for "
+                f"--terminal-prompt {prompt!r}"
+            )
+        if set(wire.terminals) - _released(wire):
+            # Released after the answer, by the time the next turn ends, is late but let be.
+            await ctx.prompt(wire, session_id)
+        unreleased = sorted(set(wire.terminals) - _released(wire))
         if unreleased:
             ctx.fail(
                 f"terminal(s) {', '.join(unreleased)} were never released with terminal/release"
             )
+        ctx.note(f"{len(wire.terminals)} terminal(s), all released")
 
 
 def _paths(message: dict[str, Any]) -> list[tuple[str, str]]:
@@ -336,21 +925,26 @@ def _paths(message: dict[str, Any]) -> list[tuple[str, str]]:
 
 @check("ACP-PATHS-001")
 async def paths_are_absolute(ctx: CheckContext) -> None:
-    async with ctx.agent(ALL_CLIENT) as wire:
-        await ctx.ready(wire)
-        session_id = await ctx.new_session(wire)
-        for text in (ctx.options.prompt, *_CAPABILITY_PROMPTS, "tool"):
-            await ctx.prompt(wire, session_id, text)
-        await wire.quiet(ctx.options.quiet_period)
-        relative = [
-            (where, path)
-            for message in wire.messages()
-            for where, path in _paths(message)
-            if not path.startswith("/")
-        ]
-        if relative:
-            where, path = relative[0]
-            ctx.fail(f"{len(relative)} relative path(s), the first a {where}: {path!r}")
+    options = ctx.options
+    prompts = {
+        "--prompt": options.prompt,
+        "--fs-prompt": options.fs_prompt,
+        "--terminal-prompt": options.terminal_prompt,
+        "--tool-prompt": options.tool_prompt,
+    }
+    wire = await _turns(ctx, ALL_CLIENT, prompts.values())
+    paths = [found for message in wire.messages() for found in _paths(message)]
+    if not paths:
+        asked = ", ".join(f"{option} {text!r}" for option, text in prompts.items())
+        ctx.not_exercised(
+            "the agent sent no file path at all (no fs/* request, tool call location, diff or "
+            f"terminal cwd), offered the file system and terminals, for {asked}"
+        )
+    relative = [(where, path) for where, path in paths if not path.startswith("/")]
+    if relative:
+        where, path = relative[0]
+        ctx.fail(f"{len(relative)} relative path(s), the first a {where}: {path!r}")
+    ctx.note(f"{len(paths)} path(s), all absolute")
 
 
 @check("ACP-PLAN-001")
@@ -359,12 +953,18 @@ async def plans_are_sent_complete(ctx: CheckContext) -> None:
         await ctx.ready(wire)
         session_id = await ctx.new_session(wire)
         start = len(wire.lines)
-        await ctx.prompt(wire, session_id, "plan")
+        prompt = ctx.options.plan_prompt
+        response = await ctx.prompt(wire, session_id, prompt)
         plans = [
             cast(dict[str, Any], u["update"]).get("entries")
-            for u in updates_between(wire, start, None, session_id)
+            for u in updates_between(wire, start, index_of(wire, response.line), session_id)
             if update_kind(u) == "plan"
         ]
+        if len(plans) < 2:
+            ctx.not_exercised(
+                f"the agent sent {len(plans) or 'no'} plan update(s) for --plan-prompt "
+                f"{prompt!r}: it takes two in one turn to see an entry dropped"
+            )
         seen: set[str] = set()
         for number, entries in enumerate(plans, 1):
             contents = {
@@ -388,11 +988,17 @@ async def rejected_permission_ends_the_turn_normally(ctx: CheckContext) -> None:
     async with ctx.agent(ClientSide(permission="reject")) as wire:
         await ctx.ready(wire)
         session_id = await ctx.new_session(wire)
-        response = await ctx.prompt(wire, session_id, "tool")
+        prompt = ctx.options.tool_prompt
+        response = await ctx.prompt(wire, session_id, prompt)
         asked = [r for r in wire.agent_requests if r.get("method") == "session/request_permission"]
         if not asked:
-            ctx.note("the agent asked no permission (nothing to reject)")
-            return
+            ctx.not_exercised(
+                "the agent asked no permission (session/request_permission) for --tool-prompt "
+                f"{prompt!r}"
+            )
         if not response.ok:
             ctx.fail(f"after a rejected permission the prompt failed: {response.describe()}")
         ctx.stop_reason(response)
+        ctx.note(
+            f"{len(asked)} permission request(s) rejected; the turn ended {response.describe()}"
+        )

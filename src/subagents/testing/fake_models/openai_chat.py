@@ -18,20 +18,34 @@ What it answers (every request is recorded in :attr:`FakeServer.requests`):
     function :data:`DELEGATE_TOOL`: one ``tool_calls`` entry of that function with
     ``{"description": DELEGATE_DESCRIPTION, "prompt": <the rest, stripped>}`` (the arguments
     JSON streamed in two pieces), ``finish_reason: "tool_calls"``;
+  - a last user message containing the word :data:`SLOW_WORD` (``slow``), in a request that
+    offers tools (an agent's turn, not a side request such as a title): a text delta every
+    :data:`SLOW_INTERVAL` seconds for up to :data:`SLOW_LIMIT` seconds, ending when the client
+    goes away, so a client can cancel the turn mid-stream (when streaming; else the reply);
   - anything else: :data:`DEFAULT_REPLY`, streamed in a few deltas.
 
 - Anything else: an OpenAI-style ``404`` error.
+
+:func:`qwen_acp_command` / :func:`qwen_env` run the real ACP agent ``qwen --acp`` from
+``@qwen-code/qwen-code`` on this fake, and :func:`opencode_acp_command` /
+:func:`opencode_env` run ``opencode acp`` from ``opencode-ai`` (both pinned in
+``requirements/npm``, installed by ``scripts/setup``), offline, with a private ``HOME``.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Final, cast
 from urllib.parse import urlsplit
 
+from ..npm_agents import npm_file
 from ._http import FakeHandler, FakeServer, RecordedRequest
 from .anthropic_messages import (
     DEFAULT_REPLY,
@@ -48,16 +62,37 @@ __all__ = (
     "DELEGATE_DESCRIPTION",
     "DELEGATE_PREFIX",
     "DELEGATE_TOOL",
+    "MODEL",
+    "SLOW_INTERVAL",
+    "SLOW_LIMIT",
+    "SLOW_WORD",
     "TOOL_RESULT_PREFIX",
     "ChatCompletionsHandler",
     "chat_requests",
     "last_user_text",
+    "opencode_acp_command",
+    "opencode_env",
+    "qwen_acp_command",
+    "qwen_env",
     "tool_results_after_last_user_message",
 )
 
 API_KEY: Final = "sk-fake-chat"
 """A key for the fake (any key, or none, is accepted)."""
 
+MODEL: Final = "fake-model"
+"""The model name the agents are configured with (the fake answers any)."""
+
+SLOW_WORD: Final = "slow"
+"""A last user message with this word gets the slow stream (see the module documentation)."""
+
+SLOW_INTERVAL: Final = 0.1
+"""Seconds between the slow stream's deltas."""
+
+SLOW_LIMIT: Final = 60.0
+"""The slow stream ends after this many seconds (so it stops by itself)."""
+
+_SLOW: Final = re.compile(rf"\b{SLOW_WORD}\b", re.IGNORECASE)
 _DELTA_SIZE: Final = 6
 
 
@@ -140,11 +175,15 @@ class ChatCompletionsHandler(FakeHandler):
         delegated = delegated_prompt(last_user_text(body), _function_names(body.get("tools")))
         text = ""
         call: dict[str, Any] | None = None
+        slow = False
         if results:
             text = TOOL_RESULT_PREFIX + results[-1]
         elif delegated is not None:
             arguments = json.dumps({"description": DELEGATE_DESCRIPTION, "prompt": delegated})
             call = {"id": f"call_fake_{uuid.uuid4().hex[:20]}", "arguments": arguments}
+        elif body.get("tools") and _SLOW.search(last_user_text(body)):
+            slow = bool(body.get("stream"))
+            text = DEFAULT_REPLY
         else:
             text = DEFAULT_REPLY
         finish = "tool_calls" if call is not None else "stop"
@@ -159,7 +198,8 @@ class ChatCompletionsHandler(FakeHandler):
         usage = isinstance(options, dict) and bool(
             cast(dict[str, Any], options).get("include_usage")
         )
-        self.send_sse((None, data) for data in _chunks(model, text, call, finish, usage))
+        chunks = _slow_chunks(model) if slow else _chunks(model, text, call, finish, usage)
+        self.send_sse((None, data) for data in chunks)
 
 
 def _complete_call(call: dict[str, Any]) -> dict[str, Any]:
@@ -176,14 +216,35 @@ def _envelope(model: str, kind: str) -> dict[str, Any]:
     }
 
 
+def _chunk(
+    envelope: dict[str, Any], delta: dict[str, Any], finish_reason: str | None = None
+) -> dict[str, Any]:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish_reason}
+    return {**envelope, "choices": [choice]}
+
+
+def _slow_chunks(model: str) -> Iterator[Any]:
+    """A delta every :data:`SLOW_INTERVAL` s for :data:`SLOW_LIMIT` s (``send_sse`` stops
+    when the client has gone: the write fails)."""
+    envelope = _envelope(model, "chat.completion.chunk")
+    yield _chunk(envelope, {"role": "assistant", "content": ""})
+    deadline = time.monotonic() + SLOW_LIMIT
+    count = 0
+    while time.monotonic() < deadline:
+        count += 1
+        yield _chunk(envelope, {"content": f"{count} "})
+        time.sleep(SLOW_INTERVAL)
+    yield _chunk(envelope, {}, "stop")
+    yield "[DONE]"
+
+
 def _chunks(
     model: str, text: str, call: dict[str, Any] | None, finish: str, usage: bool
 ) -> Iterator[Any]:
     envelope = _envelope(model, "chat.completion.chunk")
 
     def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
-        choice = {"index": 0, "delta": delta, "finish_reason": finish_reason}
-        return {**envelope, "choices": [choice]}
+        return _chunk(envelope, delta, finish_reason)
 
     yield chunk({"role": "assistant", "content": ""})
     pieces = 0
@@ -203,3 +264,114 @@ def _chunks(
         counts = {"prompt_tokens": 10, "completion_tokens": pieces, "total_tokens": 10 + pieces}
         yield {**envelope, "choices": [], "usage": counts}
     yield "[DONE]"
+
+
+# -- running the real agents -------------------------------------------------------------------
+
+
+def _node_path() -> str:
+    """The parent's ``PATH``, with the directory of ``node`` first (for the Node agents)."""
+    path = os.environ.get("PATH", os.defpath)
+    node = shutil.which("node")
+    if node is not None:
+        path = os.pathsep.join([str(Path(node).parent), path])
+    return path
+
+
+def qwen_acp_command() -> list[str] | None:
+    """The argv of ``qwen --acp`` from ``@qwen-code/qwen-code`` (run by ``node``, told to use
+    its OpenAI-compatible provider), ``None`` if it or node is missing."""
+    script = npm_file("@qwen-code/qwen-code/cli.js")
+    node = shutil.which("node")
+    if script is None or node is None:
+        return None
+    return [node, str(script.resolve()), "--acp", "--auth-type", "openai"]
+
+
+_QWEN_SETTINGS: Final[dict[str, Any]] = {
+    "privacy": {"usageStatisticsEnabled": False},
+    "telemetry": {"enabled": False},
+    "general": {"enableAutoUpdate": False, "disableAutoUpdate": True, "disableUpdateNag": True},
+}
+
+
+def qwen_env(directory: Path, server: FakeServer) -> dict[str, str]:
+    """The offline environment of :func:`qwen_acp_command` on the fake ``server``.
+
+    ``OPENAI_BASE_URL`` (the fake's ``/v1``), ``OPENAI_API_KEY`` (:data:`API_KEY`),
+    ``OPENAI_MODEL`` (:data:`MODEL`); a private ``HOME`` under ``directory`` whose
+    ``.qwen/settings.json`` turns off usage statistics, telemetry and update checks; ``TMPDIR``
+    under it; ``PATH`` with ``node``. Nothing of the machine's own Qwen or OpenAI set-up leaks
+    in when given as the whole environment.
+    """
+    home = directory.resolve() / "home"
+    (home / ".qwen").mkdir(parents=True, exist_ok=True)
+    (home / ".qwen" / "settings.json").write_text(json.dumps(_QWEN_SETTINGS), encoding="utf-8")
+    (home / "tmp").mkdir(exist_ok=True)
+    return {
+        "OPENAI_BASE_URL": server.base_url + "/v1",
+        "OPENAI_API_KEY": API_KEY,
+        "OPENAI_MODEL": MODEL,
+        "HOME": str(home),
+        "TMPDIR": str(home / "tmp"),
+        "PATH": _node_path(),
+    }
+
+
+def opencode_acp_command() -> list[str] | None:
+    """The argv of ``opencode acp``: the native binary that ``opencode-ai``'s install script
+    picked for this machine (``bin/opencode.exe``), else the one of the platform package;
+    ``None`` if not installed."""
+    binary = npm_file("opencode-ai/bin/opencode.exe") or npm_file("opencode-linux-x64/bin/opencode")
+    return None if binary is None else [str(binary), "acp"]
+
+
+def opencode_env(directory: Path, server: FakeServer) -> dict[str, str]:
+    """The offline environment of :func:`opencode_acp_command` on the fake ``server``.
+
+    The whole configuration is in ``OPENCODE_CONFIG_CONTENT``: one provider ``fake``
+    (``@ai-sdk/openai-compatible``, bundled in the binary) whose ``baseURL`` is the fake's
+    ``/v1``, with the one model :data:`MODEL`, the only provider enabled; no auto-update, no
+    sharing. The ``OPENCODE_DISABLE_*`` switches keep it from fetching the models.dev
+    catalogue, LSP servers and default plugins. At start-up opencode installs
+    ``@opencode-ai/plugin`` into each config directory in the background (seen with strace:
+    a lookup of registry.npmjs.org), whatever the configuration says; ``npm_config_registry``
+    points that at the fake, which answers ``404``, so it fails at once and offline (opencode
+    logs a warning and goes on). ``HOME``, ``TMPDIR`` and the XDG directories are private,
+    under ``directory``; ``PATH`` is the parent's.
+    """
+    home = directory.resolve() / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    provider = {
+        "npm": "@ai-sdk/openai-compatible",
+        "name": "Fake Chat Completions API",
+        "options": {"baseURL": server.base_url + "/v1", "apiKey": API_KEY},
+        "models": {MODEL: {"name": "Fake model"}},
+    }
+    config = {
+        "$schema": "https://opencode.ai/config.json",
+        "autoupdate": False,
+        "share": "disabled",
+        "model": f"fake/{MODEL}",
+        "small_model": f"fake/{MODEL}",
+        "enabled_providers": ["fake"],
+        "provider": {"fake": provider},
+    }
+    env = {
+        "OPENCODE_CONFIG_CONTENT": json.dumps(config),
+        "OPENCODE_DISABLE_AUTOUPDATE": "1",
+        "OPENCODE_DISABLE_MODELS_FETCH": "1",
+        "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+        "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+        "OPENCODE_DISABLE_SHARE": "1",
+        "npm_config_registry": server.base_url + "/npm-registry-is-offline/",
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_STATE_HOME": str(home / ".local" / "state"),
+        "TMPDIR": str(home / "tmp"),
+        "PATH": os.environ.get("PATH", os.defpath),
+    }
+    (home / "tmp").mkdir(exist_ok=True)
+    return env

@@ -121,7 +121,6 @@ def run_against_baseline(
     assert failures - intermittent == expected, run.stdout
     assert run.report["stale_baseline"] == []
     assert run.returncode == 0, run.stdout
-    print(
-        f"{name}: {run.report['agent']['name']} {run.report['agent']['version']} in {run.report['duration']:.1f} s"
-    )
+    agent = run.report["agent"]
+    print(f"{name}: {agent['name']} {agent['version']} in {run.report['duration']:.1f} s")
     return run

@@ -516,3 +516,26 @@ async def test_background_tasks_give_an_agent_the_task_tools(tmp_path: Path) -> 
                     {"task_id": task_id, "wait": True}, cancel=CancelSignal()
                 )
     assert result.content == "You said: hello"
+
+
+async def test_the_offline_model_streams_a_long_answer_in_a_bounded_number_of_chunks() -> None:
+    """Issue 16 (a realistic 1 MiB prompt): the offline model echoes a long text in at most
+    MAX_CHUNKS chunks that add up to the whole answer (a short one still word by word), so a
+    served agent answers a megabyte of words without 170,000 updates."""
+    from subagents.harness.llm.offline import MAX_CHUNKS
+    from subagents.harness.llm.types import Message, ModelRequest
+    from subagents.providers.contract import CancelSignal
+
+    model = OfflineModel()
+    text = " ".join(f"word{i}" for i in range(50_000))
+    chunks: list[str] = []
+    answer = await model.complete(
+        ModelRequest((Message("user", text),)), cancel=CancelSignal(), on_text=chunks.append
+    )
+    assert len(chunks) <= MAX_CHUNKS
+    assert "".join(chunks) == answer.text == f"You said: {text}"
+    short: list[str] = []
+    await model.complete(
+        ModelRequest((Message("user", "two words"),)), cancel=CancelSignal(), on_text=short.append
+    )
+    assert short == ["You ", "said: ", "two ", "words"]

@@ -241,6 +241,11 @@ class RuntimeAgent(Agent):
         )
         connects = self._task_group is not None
         capabilities.mcp_capabilities = acp.McpCapabilities(http=connects, sse=connects)
+        if self.runtime.sessions.directory is None:
+            # Sessions live in this process only: a client that loads or resumes one later
+            # (from a new process, as clients do) would find nothing. Advertise neither.
+            capabilities.load_session = False
+            capabilities.session_capabilities.resume = None
         return capabilities
 
     # -- MCP servers -------------------------------------------------------------------------

@@ -14,7 +14,9 @@ fork providers and ``subagents serve`` can be driven end to end offline:
 - ``slow [N]``: ``tick 1 ``, ``tick 2 `` ... one every :attr:`OfflineModel.tick` seconds, N
   ticks (default 600), cancellable mid-stream;
 - ``fail``: raises ``LlmError`` (``http``, status 503, not retryable);
-- anything else: ``You said: <text>``, streamed word by word.
+- anything else: ``You said: <text>``, streamed word by word (a long text in at most
+  :data:`MAX_CHUNKS` chunks of several words: a model streams tokens, not a megabyte a word
+  at a time).
 
 Tool call ids are ``call_<number of messages so far>``: the same conversation gives the same
 ids in every run (snapshots stay stable).
@@ -45,6 +47,10 @@ __all__ = ("OfflineModel",)
 _DELEGATE: Final = re.compile(r"^\s*(?:delegate|spawn)\b\s*(.*)$", re.IGNORECASE | re.DOTALL)
 _SLOW: Final = re.compile(r"^\s*slow\b\s*(\d+)?", re.IGNORECASE)
 _FIRST_WORD: Final = re.compile(r"^\s*(\w+)")
+
+
+MAX_CHUNKS: Final = 256
+"""At most this many text chunks per answer."""
 
 
 @final
@@ -130,14 +136,18 @@ class OfflineModel:
         *,
         chunked: bool = True,
     ) -> ModelResponse:
-        pieces = re.findall(r"\S+\s*|\s+", text) if chunked else [text]
+        words = re.findall(r"\S+\s*|\s+", text) if chunked else [text]
+        pieces = words
+        if len(words) > MAX_CHUNKS:
+            size = -(-len(words) // MAX_CHUNKS)
+            pieces = ["".join(words[i : i + size]) for i in range(0, len(words), size)]
         for piece in pieces:
             await anyio.lowlevel.checkpoint()
             if cancel.cancelled:
                 raise LlmCancelled(cancel.reason or "cancelled")
             if on_text is not None:
                 on_text(piece)
-        usage = {**usage, "output_tokens": len(pieces)}
+        usage = {**usage, "output_tokens": len(words)}
         return ModelResponse(text, (), "end_turn", usage, self.name)
 
     async def _slow(

@@ -30,6 +30,10 @@ What it answers (every request is recorded in :attr:`FakeServer.requests`):
 fake) with ``GEMINI_API_KEY`` (any key), :data:`MODEL` chosen explicitly (``GEMINI_MODEL``), a
 private ``HOME`` whose ``.gemini/settings.json`` turns off usage statistics, telemetry and
 update checks, and ``TMPDIR`` under it (the CLI writes error reports to the temp directory).
+``GEMINI_CLI_TRUST_WORKSPACE=true`` trusts the session directories (the CLI's documented switch
+for automated use, as ``--skip-trust``): in an untrusted folder, which every fresh directory
+is, the CLI 0.61.0 silently ignores the MCP servers of ``session/new`` and refuses
+``session/set_mode`` to its own ``autoEdit`` / ``yolo`` modes with ``-32603``.
 """
 
 from __future__ import annotations
@@ -234,6 +238,7 @@ def gemini_env(directory: Path, server: FakeServer) -> dict[str, str]:
         "GOOGLE_GEMINI_BASE_URL": server.base_url,
         "GEMINI_API_KEY": API_KEY,
         "GEMINI_MODEL": MODEL,
+        "GEMINI_CLI_TRUST_WORKSPACE": "true",
         "HOME": str(home),
         "TMPDIR": str(tmp),
         "PATH": path,

@@ -121,6 +121,6 @@ def run_against_baseline(
     assert failures - intermittent == expected, run.stdout
     assert run.report["stale_baseline"] == []
     assert run.returncode == 0, run.stdout
-    agent = run.report["agent"]
-    print(f"{name}: {agent['name']} {agent['version']} in {run.report['duration']:.1f} s")
+    who = run.report["agent"]
+    print(f"{name}: {who['name']} {who['version']} in {run.report['duration']:.1f} s")
     return run

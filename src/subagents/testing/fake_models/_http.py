@@ -78,14 +78,15 @@ class FakeHandler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
     def send_sse(self, events: Iterable[tuple[str | None, Any]]) -> None:
-        """Stream ``(event name, JSON data)`` pairs as server-sent events, then close."""
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Connection", "close")
-        self.end_headers()
+        """Stream ``(event name, JSON data)`` pairs as server-sent events, then close (quietly
+        when the client has gone, even before the headers were sent: a cancelled turn)."""
         self.close_connection = True
         try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            self.end_headers()
             for name, data in events:
                 chunk = ""
                 if name is not None:

@@ -173,9 +173,9 @@ _ALL: tuple[Requirement, ...] = (
         "ACP-INIT-005",
         Tier.ADVISORY,
         "A session method sent before initialize is not served: session/new as the first "
-        "message is answered with an error (the TS SDK answers -32600), not a session. A spec "
-        'gap: "Before a Session can be created, Clients MUST initialize the connection", and '
-        "nothing says what the agent does when one does not, hence advisory.",
+        "message is answered with an error (the project's endpoint answers -32600), not a "
+        'session. A spec gap: "Before a Session can be created, Clients MUST initialize the '
+        'connection", and nothing says what the agent does when one does not, hence advisory.',
         "initialization.mdx",
     ),
     # -- schema ---------------------------------------------------------------------------

@@ -397,10 +397,17 @@ async def _remote_mcp_session(ctx: CheckContext, kind: str) -> None:
         response = await ctx.session_new_response(wire, setup=False, mcpServers=[entry])
         if not response.ok:
             ctx.fail(f"session/new with an {kind} MCP server failed: {response.describe()}")
-        if server.methods:
-            ctx.note(f"the agent connected to the {kind} MCP server: {', '.join(server.methods)}")
-        else:
-            ctx.note(f"the agent did not contact the {kind} MCP server before session/new ended")
+        session_id = _session_id_of(ctx, response)
+        # Advertising the transport is a claim that the agent connects over it: accepting the
+        # entry and never contacting the server is the "passes without anything happening"
+        # that a capability check must not call a pass.
+        if not await _mcp_used(ctx, wire, session_id, lambda: "initialize" in server.methods):
+            contacted = ", ".join(server.methods) or "nothing"
+            ctx.fail(
+                f"the agent advertises mcpCapabilities.{kind} and accepted the {kind} MCP server, "
+                f"but never sent it an MCP initialize ({_BY_THE_END}; it received: {contacted})"
+            )
+        ctx.note(f"the agent connected to the {kind} MCP server: {', '.join(server.methods)}")
 
 
 @check("ACP-MCP-003")
@@ -482,8 +489,26 @@ async def mcp_servers_end_with_the_agent(ctx: CheckContext) -> None:
                 f"the agent never started the stdio MCP server it was given ({_BY_THE_END}): "
                 "there is no server to outlive it",
             )
-        await _exit_on_eof(ctx, wire)
+        await wire.close_stdin()
         pids = [int(word) for word in probe.pid_file.read_text().split()]
+        if await wire.wait_exit(_EXIT_WAIT) is None:
+            # Still running: waiting for its server (which outlives its stdin), or not ending
+            # on EOF at all? End the server and see.
+            for pid in pids:
+                with suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            if await wire.wait_exit(_EXIT_WAIT) is None:
+                ctx.blocked_by(
+                    "ACP-SHUTDOWN-001",
+                    f"the agent was still running {_EXIT_WAIT:g} s after its stdin was closed, "
+                    "and still after the suite ended its MCP server",
+                )
+            ctx.fail(
+                f"after stdin EOF the agent did not exit within {_EXIT_WAIT:g} s while the stdio "
+                "MCP server it started was still running (the probe outlives its stdin), and "
+                "exited once the suite killed that server: it waits for its MCP servers instead "
+                "of ending them"
+            )
         await _holds_soon(lambda: not any(map(_running, pids)), 5.0)
         left = [pid for pid in pids if _running(pid)]
         for pid in left:

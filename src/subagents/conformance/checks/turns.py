@@ -482,8 +482,16 @@ def _cancelled_turn(wire: AgentWire, turn: _Round) -> str | None:
     if turn.ended_first(wire):
         return f"the turn ended ({turn.stop_reason or turn.response.describe()}) first"
     if turn.stop_reason != "cancelled" and not turn.settled:
-        return f"answered {turn.stop_reason!r} after the cancel (it may have been ending by itself)"
+        return f"{_answer(turn)} after the cancel (it may have been ending by itself)"
     return None
+
+
+def _answer(turn: _Round) -> str:
+    """``answered 'end_turn'``, or the error the prompt was answered with."""
+    assert turn.response is not None
+    if turn.stop_reason is not None:
+        return f"answered {turn.stop_reason!r}"
+    return f"answered {turn.response.describe()}"
 
 
 @check("ACP-CANCEL-002")
@@ -623,7 +631,7 @@ def _cancel_not_judged(ctx: CheckContext, wire: AgentWire, turn: _Round) -> str 
             f"{turn.name}: the cancelled prompt was answered {turn.response.describe()}, "
             'not stopReason "cancelled"',
         )
-    return f"answered {turn.stop_reason!r} after the cancel (it may have been ending by itself)"
+    return f"{_answer(turn)} after the cancel (it may have been ending by itself)"
 
 
 def _follow_up_response(ctx: CheckContext, turn: _Round) -> Response:

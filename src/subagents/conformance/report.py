@@ -94,7 +94,7 @@ def write_baseline(report: SuiteReport, path: str | Path) -> None:
     }
     payload: dict[str, Any] = {
         "format": FORMAT,
-        "agent": report.agent.describe() if report.agent else None,
+        "agent": report.agent.describe() if report.agent and report.agent.name else None,
         "expected_failures": dict(sorted(failures.items())),
     }
     if intermittent:

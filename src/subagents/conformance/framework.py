@@ -122,7 +122,7 @@ class Options:
     """A prompt that makes the agent send a plan."""
     elicitation_prompt: str = "elicit"
     """A prompt that makes the agent ask the user something (``elicitation/create``)."""
-    quiet_period: float = 0.5
+    quiet_period: float = 0.3
     """How long "nothing arrives" is watched for."""
 
 

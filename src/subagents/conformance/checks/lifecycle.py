@@ -245,7 +245,7 @@ class _McpProbe:
 
 
 _PROBE_SCRIPT = str(Path(mcp_probe.__file__).resolve())
-_MCP_GRACE = 1.0
+_MCP_GRACE = 0.5
 """How long after the first prompt turn ends a stdio MCP server still counts as used."""
 _MCP_LINGER = 30.0
 """How long the stubborn probe of ACP-SHUTDOWN-003 outlives its stdin (unless signalled)."""
@@ -300,7 +300,7 @@ def _session_id_of(ctx: CheckContext, response: Response) -> str:
     return session_id
 
 
-_BY_THE_END = "by the end of the first prompt turn, plus 1 s"
+_BY_THE_END = "by the end of the first prompt turn, plus 0.5 s"
 
 
 @check("ACP-MCP-001")

@@ -252,6 +252,8 @@ _MCP_LINGER = 30.0
 _POLL = 0.05
 """Files appearing and processes of other parents ending have no event: polled this often."""
 _EXIT_WAIT = 5.0
+_AFTER_KILL_WAIT = 2.0
+"""How long an agent that lingered after EOF gets to exit once its MCP server is gone."""
 """How long an agent gets to exit once its stdin is closed (ACP-SHUTDOWN-001)."""
 
 
@@ -497,7 +499,7 @@ async def mcp_servers_end_with_the_agent(ctx: CheckContext) -> None:
             for pid in pids:
                 with suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
-            if await wire.wait_exit(_EXIT_WAIT) is None:
+            if await wire.wait_exit(_AFTER_KILL_WAIT) is None:
                 ctx.blocked_by(
                     "ACP-SHUTDOWN-001",
                     f"the agent was still running {_EXIT_WAIT:g} s after its stdin was closed, "

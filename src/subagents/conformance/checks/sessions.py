@@ -37,8 +37,9 @@ def _texts(updates: list[dict[str, Any]], kind: str) -> str:
     return "".join(parts)
 
 
-_EXIT_WAIT = 5.0
-"""How long the first process gets to exit once its stdin is closed (then it is stopped)."""
+_EXIT_WAIT = 2.0
+"""How long the first process gets to exit once its stdin is closed (then it is stopped with
+SIGTERM, as a client stops an agent that lingers: an agent that saves on exit saves then)."""
 
 
 @dataclass

@@ -34,11 +34,20 @@ IN_PROCESS_RESULTS = Path(__file__).with_name("in-process-results.md")
 """The in-process children section, written by ``bench/in_process.py``, included."""
 SOAK_RESULTS = Path(__file__).with_name("soak-results.md")
 """The soak section, written by ``bench/soak.py``, included."""
+CONFORMANCE_RESULTS = Path(__file__).with_name("conformance-results.md")
+"""The conformance suite's wall time per agent, from ``bench/conformance_wall.py``, included."""
 FAULT_TABLE = Path(__file__).parents[1] / "tests" / "reliability" / "fault-table.md"
 """The fault table, written by the reliability tests, included."""
 #: Sections kept in their own files (each starts with its ``## `` heading), included in order
 #: at the end of BENCHMARKS.md.
-INCLUDED = (CODEX_RESULTS, CLAUDE_RESULTS, IN_PROCESS_RESULTS, SOAK_RESULTS, FAULT_TABLE)
+INCLUDED = (
+    CODEX_RESULTS,
+    CLAUDE_RESULTS,
+    IN_PROCESS_RESULTS,
+    SOAK_RESULTS,
+    CONFORMANCE_RESULTS,
+    FAULT_TABLE,
+)
 #: Implementations whose driver runs only the spawn phase (no echo workload).
 STARTUP_ONLY = {"subagents/reference-agent"}
 

@@ -19,24 +19,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
-from subagents.testing.fake_models import (
-    anthropic_messages,
-    gemini_api,
-    openai_chat,
-    openai_responses,
-)
+from subagents.testing.fake_models import openai_responses
+from subagents.testing.real_acp_agents import REAL_ACP_AGENTS
 
 REPO = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
-
-Real = tuple[
-    Callable[[], list[str] | None],
-    type,
-    Callable[[Path, openai_responses.FakeServer], dict[str, str]],
-]
 
 LOCAL: dict[str, list[str]] = {
     "reference": [PYTHON, "-m", "subagents.agents.reference"],
@@ -45,29 +34,6 @@ LOCAL: dict[str, list[str]] = {
         PYTHON,
         str(REPO / ".cache" / "acp-sdk-0.12.1-examples" / "echo_agent.py"),
     ],
-}
-REAL: dict[str, Real] = {
-    "codex-acp": (
-        openai_responses.codex_acp_command,
-        openai_responses.ResponsesHandler,
-        openai_responses.codex_home,
-    ),
-    "claude-agent-acp": (
-        anthropic_messages.claude_agent_acp_command,
-        anthropic_messages.AnthropicMessagesHandler,
-        anthropic_messages.claude_env,
-    ),
-    "qwen-code": (
-        openai_chat.qwen_acp_command,
-        openai_chat.ChatCompletionsHandler,
-        openai_chat.qwen_env,
-    ),
-    "opencode": (
-        openai_chat.opencode_acp_command,
-        openai_chat.ChatCompletionsHandler,
-        openai_chat.opencode_env,
-    ),
-    "gemini-cli": (gemini_api.gemini_acp_command, gemini_api.GeminiHandler, gemini_api.gemini_env),
 }
 
 
@@ -99,15 +65,18 @@ def main(wanted: list[str]) -> None:
         if not wanted or name.split()[0] in wanted:
             with tempfile.TemporaryDirectory() as work:
                 print(_run(name, command, {}, Path(work)), flush=True)
-    for name, (find, handler, setup) in REAL.items():
+    for name, agent in REAL_ACP_AGENTS.items():
         if wanted and name not in wanted:
             continue
-        command = find()
+        command = agent.find_command()
         if command is None:
             print(f"| {name} | not installed (./scripts/setup) | | | |")
             continue
-        with tempfile.TemporaryDirectory() as work, openai_responses.serve(handler) as server:
-            env = setup(Path(work) / "home", server)
+        with (
+            tempfile.TemporaryDirectory() as work,
+            openai_responses.serve(agent.handler) as server,
+        ):
+            env = agent.environment(Path(work) / "home", server)
             print(_run(name, command, env, Path(work)), flush=True)
 
 

@@ -12,62 +12,26 @@ the suite or the agents, regenerate with ``--write-baseline`` (see the README).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from subagents.testing.fake_models import (
-    anthropic_messages,
-    gemini_api,
-    openai_chat,
-    openai_responses,
-)
-from subagents.testing.fake_models._http import FakeHandler
+from subagents.testing.fake_models import openai_responses
+from subagents.testing.real_acp_agents import REAL_ACP_AGENTS
 
 from ..conformance.conftest import run_against_baseline
 
-AgentSetup = Callable[[Path, openai_responses.FakeServer], dict[str, str]]
-
-AGENTS: dict[str, tuple[Callable[[], list[str] | None], type[FakeHandler], AgentSetup]] = {
-    "codex-acp": (
-        openai_responses.codex_acp_command,
-        openai_responses.ResponsesHandler,
-        openai_responses.codex_home,
-    ),
-    "claude-agent-acp": (
-        anthropic_messages.claude_agent_acp_command,
-        anthropic_messages.AnthropicMessagesHandler,
-        anthropic_messages.claude_env,
-    ),
-    "qwen-code": (
-        openai_chat.qwen_acp_command,
-        openai_chat.ChatCompletionsHandler,
-        openai_chat.qwen_env,
-    ),
-    "opencode": (
-        openai_chat.opencode_acp_command,
-        openai_chat.ChatCompletionsHandler,
-        openai_chat.opencode_env,
-    ),
-    "gemini-cli": (
-        gemini_api.gemini_acp_command,
-        gemini_api.GeminiHandler,
-        gemini_api.gemini_env,
-    ),
-}
-
 
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("name", sorted(AGENTS))
+@pytest.mark.parametrize("name", sorted(REAL_ACP_AGENTS))
 def test_real_agent_matches_its_checked_in_baseline(name: str, tmp_path: Path) -> None:
     """Real agents (issue 5): the suite runs against the real binary, and its result equals the
     checked-in baseline (every expected failure still fails, nothing else does)."""
-    find_command, handler, setup = AGENTS[name]
-    command = find_command()
+    agent = REAL_ACP_AGENTS[name]
+    command = agent.find_command()
     if command is None:
         pytest.fail(f"{name} is not installed: run ./scripts/setup (it needs node and npm)")
-    with openai_responses.serve(handler) as server:
-        env = setup(tmp_path / "home", server)
+    with openai_responses.serve(agent.handler) as server:
+        env = agent.environment(tmp_path / "home", server)
         options = ["--jobs", "4", "--timeout", "30", "--startup-timeout", "60"]
         run_against_baseline(tmp_path, name, command, *options, env=env)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Generator, Iterable
+import time
+from collections.abc import Generator, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -142,3 +143,20 @@ def serve(handler: type[FakeHandler], *, port: int = 0) -> Generator[FakeServer]
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+def text_chunks(text: str, size: int) -> Iterator[str]:
+    """``text`` in pieces of ``size`` characters (a streamed reply's deltas)."""
+    for start in range(0, len(text), size):
+        yield text[start : start + size]
+
+
+def counting_deltas(limit: float, interval: float) -> Iterator[str]:
+    """``"1 "``, ``"2 "``, ... one every ``interval`` seconds, for at most ``limit`` seconds:
+    a slow stream that stops by itself."""
+    deadline = time.monotonic() + limit
+    count = 0
+    while time.monotonic() < deadline:
+        count += 1
+        yield f"{count} "
+        time.sleep(interval)

@@ -77,7 +77,13 @@ from pathlib import Path
 from typing import Any, Final, Literal, cast
 from urllib.parse import urlsplit
 
-from subagents.testing.fake_models._http import FakeHandler, FakeServer, RecordedRequest
+from subagents.testing.fake_models._http import (
+    FakeHandler,
+    FakeServer,
+    RecordedRequest,
+    counting_deltas,
+    text_chunks,
+)
 from subagents.testing.npm_agents import npm_file
 
 __all__ = (
@@ -341,7 +347,7 @@ class AnthropicMessagesHandler(FakeHandler):
         elif _TOOL.search(text):
             blocks = [_tool_block("Bash", {"command": TOOL_COMMAND, "description": "Mark"})]
         elif _SLOW.search(text):
-            blocks = [_text_block(_slow_deltas())]
+            blocks = [_text_block(counting_deltas(SLOW_LIMIT, SLOW_INTERVAL))]
         elif _BIG.search(text):
             blocks = [_text_block(_chunks(big_reply(), _BIG_DELTA))]
         else:
@@ -409,17 +415,7 @@ def _message(
 
 
 def _chunks(text: str, size: int = _DELTA_SIZE) -> Iterator[str]:
-    for start in range(0, len(text), size):
-        yield text[start : start + size]
-
-
-def _slow_deltas() -> Iterator[str]:
-    deadline = time.monotonic() + SLOW_LIMIT
-    count = 0
-    while time.monotonic() < deadline:
-        count += 1
-        yield f"{count} "
-        time.sleep(SLOW_INTERVAL)
+    return text_chunks(text, size)
 
 
 def _stream(model: str, blocks: list[_Block]) -> Iterator[tuple[str | None, Any]]:

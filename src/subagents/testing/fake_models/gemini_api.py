@@ -42,7 +42,6 @@ import json
 import os
 import re
 import shutil
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -50,7 +49,7 @@ from typing import Any, Final, cast
 from urllib.parse import urlsplit
 
 from ..npm_agents import npm_file
-from ._http import FakeHandler, FakeServer, RecordedRequest
+from ._http import FakeHandler, FakeServer, RecordedRequest, counting_deltas, text_chunks
 
 __all__ = (
     "API_KEY",
@@ -149,20 +148,6 @@ def _response(model: str, text: str, finish: str | None, tokens: int) -> dict[st
     }
 
 
-def _pieces(text: str) -> Iterator[str]:
-    for start in range(0, len(text), _DELTA_SIZE):
-        yield text[start : start + _DELTA_SIZE]
-
-
-def _slow_pieces() -> Iterator[str]:
-    deadline = time.monotonic() + SLOW_LIMIT
-    count = 0
-    while time.monotonic() < deadline:
-        count += 1
-        yield f"{count} "
-        time.sleep(SLOW_INTERVAL)
-
-
 def _stream(model: str, pieces: Iterator[str]) -> Iterator[tuple[str | None, Any]]:
     count = 0
     for piece in pieces:
@@ -188,9 +173,9 @@ class GeminiHandler(FakeHandler):
             self.send_json(200, _response(model, text, "STOP", 1))
         elif method == "streamGenerateContent":
             if body.get("tools") and _SLOW.search(last_user_text(body)):
-                self.send_sse(_stream(model, _slow_pieces()))
+                self.send_sse(_stream(model, counting_deltas(SLOW_LIMIT, SLOW_INTERVAL)))
             else:
-                self.send_sse(_stream(model, _pieces(DEFAULT_REPLY)))
+                self.send_sse(_stream(model, text_chunks(DEFAULT_REPLY, _DELTA_SIZE)))
         else:
             self._error(404, f"no method {method!r} in {self.path}")
 

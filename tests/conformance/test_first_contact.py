@@ -303,3 +303,58 @@ def test_a_set_up_step_that_times_out_is_inconclusive_not_a_failure(tmp_path: Pa
 def test_jobs_default_to_the_cores_of_the_machine() -> None:
     """Point 8: --jobs never defaults above the machine's cores."""
     assert 1 <= default_jobs() <= (os.cpu_count() or 1)
+
+
+_RAW_AGENT = r"""
+import json, os, sys, time
+mode = sys.argv[1]
+counter = os.environ["COUNTER"]
+with open(counter, "a") as f:
+    f.write("x")
+first = os.path.getsize(counter) == 1
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message:
+        continue
+    if mode == "drops-string-ids" and isinstance(message["id"], str):
+        continue
+    method, answer = message["method"], {}
+    if method == "initialize":
+        if mode == "slow-after-the-probe" and not first:
+            time.sleep(30)
+        answer = {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": []}
+    elif method == "session/new":
+        answer = {"sessionId": "s1"}
+    print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": answer}), flush=True)
+"""
+
+
+def test_an_unanswered_string_id_is_told_apart_from_a_slow_start(tmp_path: Path) -> None:
+    """Point 8 ("load is not a finding") and ACP-JSONRPC-001: an initialize with a string id
+    that gets no answer is a failure when the same initialize with an integer id is answered
+    (the agent drops string ids), and inconclusive when that one goes unanswered too (the
+    agent is slow to start right now), never a finding about ids."""
+    only = _only("ACP-JSONRPC-001")
+    drops = run_conformance(
+        tmp_path,
+        [sys.executable, "-c", _RAW_AGENT, "drops-string-ids"],
+        "--startup-timeout",
+        "2",
+        *only,
+        env={"COUNTER": str(tmp_path / "drops")},
+    )
+    result = drops.by_id["ACP-JSONRPC-001"]
+    assert result["status"] == "fail", result
+    assert "while the same initialize with an integer id was answered" in result["message"]
+    slow = run_conformance(
+        tmp_path,
+        [sys.executable, "-c", _RAW_AGENT, "slow-after-the-probe"],
+        "--startup-timeout",
+        "1",
+        *only,
+        env={"COUNTER": str(tmp_path / "slow")},
+    )
+    result = slow.by_id["ACP-JSONRPC-001"]
+    assert result["status"] == "inconclusive", result
+    assert result["attempts"] == 2
+    assert slow.returncode == 0, slow.stdout

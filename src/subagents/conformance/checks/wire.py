@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, cast
 
-from ..framework import CheckContext, check
+from ..framework import CheckContext, CheckInconclusive, check
 from ..wire import AgentWire, Line
 from ._common import basic_exchange, first_lines
 
@@ -107,7 +107,37 @@ async def _expect_echo(
             f"{method} sent with id {request_id!r} ({type(request_id).__name__}) was answered "
             f"with id {near[-1]!r} ({type(near[-1]).__name__})"
         )
+    if isinstance(request_id, str) and not wire.eof:
+        await _unanswered_string_id(ctx, method, request_id, timeout)
     ctx.fail(f"{method} sent with id {request_id!r} got no response within {timeout:g} s")
+
+
+async def _unanswered_string_id(
+    ctx: CheckContext, method: str, request_id: str, timeout: float
+) -> None:
+    """A request with a string id went unanswered: is it the id, or a slow machine? The same
+    ``initialize`` with an integer id in a fresh process tells: answered, the agent drops
+    string ids (a failure); unanswered too, the agent is just slow to start right now (load:
+    inconclusive, retried once by the runner), never a finding about ids."""
+    if method != "initialize":
+        return
+    async with ctx.agent() as control:
+        answered = await _answers_integer_initialize(control, timeout)
+    if not answered:
+        raise CheckInconclusive(
+            f"initialize got no response within {timeout:g} s, with a string id "
+            f"({request_id!r}) or an integer one (a fresh process): the agent is slow to start "
+            "right now"
+        )
+    ctx.fail(
+        f"initialize sent with the string id {request_id!r} got no response within "
+        f"{timeout:g} s, while the same initialize with an integer id was answered"
+    )
+
+
+async def _answers_integer_initialize(wire: AgentWire, timeout: float) -> bool:
+    request_id = await wire.start_request("initialize", wire.initialize_params(), id=1)
+    return await wire.wait_for(lambda: wire.answered(request_id), timeout)
 
 
 def _is_response(message: Any) -> bool:

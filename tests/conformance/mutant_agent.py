@@ -979,6 +979,8 @@ class _AbandonsMcpServers(_Mutant):
                         stdin=subprocess.PIPE,
                         stdout=subprocess.DEVNULL,
                         start_new_session=True,
+                        # With the entry's env, as it should (one defect only: ACP-MCP-005).
+                        env={**os.environ, **{item.name: item.value for item in server.env}},
                     )
                 )
         return await super().new_session(params, conn)

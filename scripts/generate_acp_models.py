@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate the ACP v1 pydantic models from the vendored JSON schema.
+"""Generate the ACP v1 models from the vendored JSON schema.
 
 Reads ``src/subagents/protocol/acp/schema/v1/`` (``schema.unstable.json``, the superset the models
 are generated from; ``schema.json`` and ``meta*.json`` for what is stable) and writes
@@ -1192,12 +1192,9 @@ def generate(inputs: Inputs) -> tuple[str, list[str]]:
         typing_names.append("Annotated")
     if gen.uses_literal:
         typing_names.append("Literal")
-    pydantic_names = ["Field"]
+    base_names = ["ACPModel", "Field", "JsonValue"]
     if gen.uses_tag:
-        pydantic_names.append("Tag")
-    base_names = ["ACPModel", "JsonValue"]
-    if gen.uses_tag:
-        base_names.append("tag_discriminator")
+        base_names.extend(("Tag", "tag_discriminator"))
 
     sha = inputs.sha256
     out: list[str] = [
@@ -1213,7 +1210,7 @@ def generate(inputs: Inputs) -> tuple[str, list[str]]:
     ]
     out.extend(
         docstring(
-            "Pydantic models for Agent Client Protocol v1 (generated).\n\n"
+            "Models for Agent Client Protocol v1 (generated; validated by ``pydantic_core``).\n\n"
             + textwrap.fill(
                 "Generated from ``schema.unstable.json``, the superset of the stable schema: the "
                 "definitions and fields that are not in the stable ``schema.json`` are listed in "
@@ -1228,8 +1225,6 @@ def generate(inputs: Inputs) -> tuple[str, list[str]]:
     out.append("")
     out.append("from collections.abc import Mapping")
     out.append(f"from typing import {', '.join(sorted(typing_names))}")
-    out.append("")
-    out.append(f"from pydantic import {', '.join(sorted(pydantic_names))}")
     out.append("")
     out.append(f"from {PACKAGE}._base import {', '.join(sorted(base_names, key=import_key))}")
     out.append(f"from {PACKAGE}.methods import MethodSpec")
@@ -1346,7 +1341,7 @@ def diff_summary(path: Path, old: str, new: str, limit: int = 40) -> Iterator[st
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        description="Generate the ACP v1 pydantic models from the vendored JSON schema."
+        description="Generate the ACP v1 models from the vendored JSON schema."
     )
     parser.add_argument(
         "--check", action="store_true", help="exit 1 if the checked-in output is out of date"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, TypeVar, final, overload
+from typing import TYPE_CHECKING, Any, TypeVar, cast, final, overload
 
 from ..protocol.jsonrpc import JsonValue
 
@@ -31,6 +31,14 @@ def _adapter(tp: Any) -> TypeAdapter[Any]:
     return TypeAdapter(tp)
 
 
+def _validator(tp: Any) -> Callable[[object], object]:
+    if isinstance(tp, type):
+        validate = getattr(tp, "model_validate", None)
+        if callable(validate):
+            return cast("Callable[[object], object]", validate)
+    return _adapter(tp).validate_python
+
+
 class ParamsError(Exception):
     """The params of a message failed validation; ``errors`` lists why (JSON-ready)."""
 
@@ -51,10 +59,13 @@ class Route:
         """Validate ``params`` into the route's type (raises :class:`ParamsError`)."""
         if self.params_type is None:
             return params
-        from pydantic import ValidationError
+        # pydantic_core's ValidationError is pydantic's; pydantic itself is imported only for a
+        # type that does not validate itself (a model class with ``model_validate`` does).
+        from pydantic_core import ValidationError
 
+        validate = _validator(self.params_type)
         try:
-            return _adapter(self.params_type).validate_python(params)
+            return validate(params)
         except ValidationError as exc:
             raise ParamsError(
                 [

@@ -41,11 +41,12 @@ from typing import Any, Final, Protocol, TypeAlias, TypeVar, final
 import anyio
 import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from pydantic import BaseModel, ValidationError
+from pydantic_core import ValidationError
 
 from .. import __version__
 from ..protocol import acp
 from ..protocol.acp import PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, from_wire, to_wire
+from ..protocol.acp._base import ACPModel
 from ..protocol.errors import RemoteProtocolError
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
 from ..protocol.jsonrpc import JsonValue
@@ -69,7 +70,7 @@ __all__ = (
 
 logger = logging.getLogger("subagents.acp.client")
 
-ModelT = TypeVar("ModelT", bound=BaseModel)
+ModelT = TypeVar("ModelT", bound=ACPModel)
 
 PermissionPolicy: TypeAlias = (
     "Callable[[acp.RequestPermissionRequest], Awaitable[acp.RequestPermissionOutcome]]"
@@ -586,7 +587,7 @@ class _ClientHandlers:
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             session.idle_updates.append(note.update)
 
-    async def on_permission(self, request: acp.RequestPermissionRequest) -> BaseModel:
+    async def on_permission(self, request: acp.RequestPermissionRequest) -> ACPModel:
         connection = self.connection
         session = None if connection is None else connection.sessions.get(request.session_id)
         if session is None:

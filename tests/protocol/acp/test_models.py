@@ -6,7 +6,7 @@ import copy
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, ValidationError
+from pydantic_core import ValidationError
 
 from subagents.protocol import acp
 from subagents.protocol.acp import _v1_generated as generated
@@ -16,35 +16,68 @@ def roundtrip(tp: object, data: dict[str, Any]) -> dict[str, Any]:
     return acp.to_wire(acp.from_wire(tp, copy.deepcopy(data)))
 
 
-def model_classes() -> list[type[BaseModel]]:
-    out: list[type[BaseModel]] = []
+def model_classes() -> list[type[acp.ACPModel]]:
+    out: list[type[acp.ACPModel]] = []
     for name in generated.__all__:
         obj = getattr(generated, name)
-        if isinstance(obj, type) and issubclass(obj, BaseModel):
+        if isinstance(obj, type) and issubclass(obj, acp.ACPModel):
             out.append(obj)
     return out
 
 
-def test_every_generated_model_derives_from_acpmodel_and_builds() -> None:
-    """Requirement 3: all models share ACPModel's config and every reference resolves."""
+def test_every_generated_model_builds_its_validator_and_serializer() -> None:
+    """Requirement 3: every model's schema is complete (each reference resolves) and a model
+    with no required field validates ``{}`` and dumps back only its union tags."""
     classes = model_classes()
     assert len(classes) > 200
     for cls in classes:
-        assert issubclass(cls, acp.ACPModel)
-        cls.model_rebuild()
-        assert cls.__pydantic_complete__, cls.__name__
+        required = [name for name, info in cls.model_fields.items() if info.is_required()]
+        if required:
+            with pytest.raises(ValidationError):
+                cls.model_validate({})
+        else:
+            # Only the union tags of a variant count as set when nothing was given.
+            dumped = acp.to_wire(cls.model_validate({}))
+            tags = {cls.model_fields[tag].serialization_alias or tag for tag in cls._acp_tags}  # pyright: ignore[reportPrivateUsage]
+            assert set(dumped) == tags, cls.__name__
 
 
-def test_acpmodel_config_matches_the_conventions() -> None:
-    """Requirement 3: extra=allow, by alias and name, deferred, not frozen (and strict)."""
-    config = acp.ACPModel.model_config
-    assert config.get("extra") == "allow"
-    assert config.get("validate_by_name") is True
-    assert config.get("validate_by_alias") is True
-    assert config.get("serialize_by_alias") is True
-    assert config.get("defer_build") is True
-    assert config.get("frozen") is False
-    assert config.get("strict") is True  # no coercion: "1" is not an integer, 1 not a boolean
+def test_validation_is_strict_and_models_stay_mutable() -> None:
+    """Requirement 3: no coercion between JSON types ("1" is not an integer, 1 not a boolean,
+    "true" not a boolean); assignment is allowed and counts the field as set."""
+    with pytest.raises(ValidationError):
+        acp.from_wire(acp.InitializeRequest, {"protocolVersion": "1"})
+    with pytest.raises(ValidationError):
+        acp.from_wire(acp.FileSystemCapabilities, {"readTextFile": 1})
+    with pytest.raises(ValidationError):
+        acp.from_wire(acp.FileSystemCapabilities, {"readTextFile": "true"})
+    caps = acp.FileSystemCapabilities()
+    caps.read_text_file = True
+    assert acp.to_wire(caps) == {"readTextFile": True}
+
+
+def test_models_work_inside_pydantic_models_and_adapters() -> None:
+    """Requirement 3: an embedder's own pydantic model may hold ACP models (they bring their
+    own core schema), and a TypeAdapter validates the generated union aliases."""
+    from pydantic import BaseModel, TypeAdapter
+
+    class Envelope(BaseModel):
+        request: acp.InitializeRequest
+        blocks: list[acp.ContentBlock] = []
+
+    envelope = Envelope.model_validate(
+        {"request": {"protocolVersion": 1}, "blocks": [{"type": "text", "text": "hi"}]}
+    )
+    assert envelope.request.protocol_version == 1
+    assert isinstance(envelope.blocks[0], acp.TextContentBlock)
+    assert envelope.model_dump(mode="json", by_alias=True, exclude_unset=True) == {
+        "request": {"protocolVersion": 1},
+        "blocks": [{"type": "text", "text": "hi"}],
+    }
+    update = TypeAdapter(acp.SessionUpdate).validate_python(
+        {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "x"}}
+    )
+    assert isinstance(update, acp.AgentMessageChunkSessionUpdate)
 
 
 def test_attributes_are_snake_case_and_wire_names_are_camel_case() -> None:
@@ -313,14 +346,14 @@ def test_invalid_payloads_raise_validation_error(tp: object, data: dict[str, Any
         acp.from_wire(tp, data)
 
 
-def test_from_wire_caches_one_adapter_per_type() -> None:
-    """Requirement 3: union aliases are validated through a cached TypeAdapter."""
+def test_from_wire_caches_one_validator_per_type() -> None:
+    """Requirement 3: union aliases are validated through a validator built once per type."""
     from subagents.protocol.acp import _base
 
     acp.from_wire(acp.ContentBlock, {"type": "text", "text": "a"})
-    first = _base._adapter(acp.ContentBlock)  # pyright: ignore[reportPrivateUsage]
+    first = _base._type_validator(acp.ContentBlock)  # pyright: ignore[reportPrivateUsage]
     acp.from_wire(acp.ContentBlock, {"type": "text", "text": "b"})
-    assert _base._adapter(acp.ContentBlock) is first  # pyright: ignore[reportPrivateUsage]
+    assert _base._type_validator(acp.ContentBlock) is first  # pyright: ignore[reportPrivateUsage]
 
 
 def test_descriptions_become_docstrings() -> None:
@@ -338,3 +371,26 @@ def test_unstable_definitions_and_fields_are_recorded() -> None:
     assert "AgentMessageChunkSessionUpdate" not in generated.UNSTABLE_NAMES
     assert generated.UNSTABLE_FIELDS["PromptResponse"] == frozenset({"usage"})
     assert generated.SCHEMA_RELEASE == "1.21.0"
+
+
+def test_a_model_with_string_annotations_is_refused_with_the_reason() -> None:
+    """Issue 17: the models validate from their evaluated annotations; a model defined under
+    ``from __future__ import annotations`` fails at class creation, naming the field and the
+    fix, instead of failing later on first use."""
+    with pytest.raises(TypeError, match=r"Late\.text: ACP models need evaluated annotations"):
+        type("Late", (acp.ACPModel,), {"__annotations__": {"text": "str"}})
+
+
+def test_unknown_attributes_raise_and_extras_read_as_attributes() -> None:
+    """Requirement 3: an unknown attribute is an AttributeError naming it; a field kept from the
+    wire reads as an attribute, as in pydantic."""
+    block = acp.from_wire(acp.TextContentBlock, {"type": "text", "text": "a", "future": 1})
+    assert block.future == 1  # pyright: ignore[reportAttributeAccessIssue]
+    with pytest.raises(AttributeError, match="txt"):
+        _ = block.txt  # pyright: ignore[reportAttributeAccessIssue]
+    assert block == acp.from_wire(acp.TextContentBlock, {"type": "text", "text": "a", "future": 1})
+    assert block != acp.TextContentBlock(text="b")
+    assert copy.deepcopy(block) == block and copy.copy(block) == block
+    changed = block.model_copy(update={"text": "z"})
+    assert (changed.text, block.text) == ("z", "a")
+    assert acp.to_wire(changed) == {"type": "text", "text": "z", "future": 1}

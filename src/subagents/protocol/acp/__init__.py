@@ -1,9 +1,10 @@
 """Agent Client Protocol (ACP) v1: typed models and method tables.
 
-The models are pydantic v2 classes generated from the vendored JSON schema
-(``schema/v1/``, release and provenance in ``schema/v1/SOURCE.md``) by
-``scripts/generate_acp_models.py``. Python attributes are snake_case; the wire names
-(camelCase, ``_meta``) are aliases, and unknown fields from a peer are kept::
+The models are classes generated from the vendored JSON schema (``schema/v1/``, release and
+provenance in ``schema/v1/SOURCE.md``) by ``scripts/generate_acp_models.py``, validated and
+dumped by ``pydantic_core`` (they keep pydantic's method names; pydantic itself is not
+imported). Python attributes are snake_case; the wire names (camelCase, ``_meta``) are
+aliases, and unknown fields from a peer are kept::
 
     from subagents.protocol import acp
 
@@ -18,8 +19,8 @@ Tagged unions (``SessionUpdate``, ``ContentBlock``, ``RequestPermissionOutcome``
 names to :class:`MethodSpec` (handler side, request or notification, params and result types),
 per protocol version; unstable methods are opt-in.
 
-Importing this package is cheap: the generated models are imported (and each one built) only
-when first used.
+Importing this package is cheap: the generated models are imported only when first used, and
+each model's validator is built on its first use.
 """
 
 from __future__ import annotations

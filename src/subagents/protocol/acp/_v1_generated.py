@@ -7,7 +7,7 @@
 #   sha256 caf62ff962ada396878372ced11efb2c6764e59d90919a38583c319948931a42
 # Release: ACP JSON schema v1.21.0 (protocol version 1),
 #   https://github.com/agentclientprotocol/agent-client-protocol @ b7f0005493b98de32fabee3e9540e2b64da68535
-"""Pydantic models for Agent Client Protocol v1 (generated).
+"""Models for Agent Client Protocol v1 (generated; validated by ``pydantic_core``).
 
 Generated from ``schema.unstable.json``, the superset of the stable schema: the definitions and
 fields that are not in the stable ``schema.json`` are listed in :data:`UNSTABLE_NAMES` and
@@ -18,9 +18,7 @@ fields that are not in the stable ``schema.json`` are listed in :data:`UNSTABLE_
 from collections.abc import Mapping
 from typing import Annotated, Final, Literal, TypeAlias
 
-from pydantic import Field, Tag
-
-from subagents.protocol.acp._base import ACPModel, JsonValue, tag_discriminator
+from subagents.protocol.acp._base import ACPModel, Field, JsonValue, Tag, tag_discriminator
 from subagents.protocol.acp.methods import MethodSpec
 
 __all__: tuple[str, ...] = (

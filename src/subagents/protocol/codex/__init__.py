@@ -23,7 +23,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from subagents.protocol.acp._base import JsonValue, from_wire, to_wire
+    from subagents.protocol.acp._base import JsonValue
     from subagents.protocol.codex._models import (
         AgentMessageDeltaNotification,
         AgentMessageItem,
@@ -84,9 +84,11 @@ if TYPE_CHECKING:
         UnknownItem,
         UserInput,
         UserMessageItem,
+        from_wire,
+        to_wire,
     )
 
-_BASE_EXPORTS = frozenset({"JsonValue", "from_wire", "to_wire"})
+_BASE_EXPORTS = frozenset({"JsonValue"})
 
 __all__ = (
     "AgentMessageDeltaNotification",

@@ -20,12 +20,13 @@ it). Item and input unions are tagged by ``type``; an item type we do not model 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal, TypeAlias
+from types import GenericAlias
+from typing import Annotated, Any, ClassVar, Literal, TypeAlias, TypeVar, cast, overload
 
-from pydantic import BaseModel, ConfigDict, Field, Tag
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter
 from pydantic.alias_generators import to_camel
 
-from ..acp._base import JsonValue, tag_discriminator
+from ..acp._base import JsonValue, tag_picker
 
 __all__ = (
     "AgentMessageDeltaNotification",
@@ -87,6 +88,8 @@ __all__ = (
     "UnknownItem",
     "UserInput",
     "UserMessageItem",
+    "from_wire",
+    "to_wire",
 )
 
 
@@ -267,11 +270,13 @@ class UnknownItem(CodexModel):
     id: str | None = None
 
 
-_ITEM_TAG = tag_discriminator(
-    "type",
-    "type",
-    ("userMessage", "agentMessage", "reasoning", "commandExecution", "fileChange"),
-    unknown="unknown",
+_ITEM_TAG = Discriminator(
+    tag_picker(
+        "type",
+        "type",
+        ("userMessage", "agentMessage", "reasoning", "commandExecution", "fileChange"),
+        unknown="unknown",
+    )
 )
 ThreadItem: TypeAlias = Annotated[
     Annotated[UserMessageItem, Tag("userMessage")]
@@ -567,3 +572,37 @@ class FileChangeRequestApprovalParams(CodexModel):
 
 class FileChangeRequestApprovalResponse(CodexModel):
     decision: FileChangeDecision
+
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def to_wire(model: BaseModel) -> dict[str, JsonValue]:
+    """Dump ``model`` as the JSON object that goes on the wire (set fields, wire names)."""
+    data = model.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    return cast("dict[str, JsonValue]", data)
+
+
+@overload
+def from_wire(tp: type[ModelT], data: object) -> ModelT: ...
+@overload
+def from_wire(tp: object, data: object) -> Any: ...
+def from_wire(tp: object, data: object) -> Any:
+    """Validate decoded JSON ``data`` as ``tp`` (a model class, or a union alias such as
+    :data:`ThreadItem`). Raises :class:`pydantic.ValidationError`."""
+    if isinstance(tp, type) and not isinstance(tp, GenericAlias) and issubclass(tp, BaseModel):
+        return tp.model_validate(data)
+    return _adapter(cast("object", tp)).validate_python(data)
+
+
+_adapters: dict[int, tuple[object, TypeAdapter[Any]]] = {}
+
+
+def _adapter(tp: object) -> TypeAdapter[Any]:
+    # Keyed by identity: the aliases are module-level singletons; the entry keeps ``tp`` alive.
+    entry = _adapters.get(id(tp))
+    if entry is not None and entry[0] is tp:
+        return entry[1]
+    adapter: TypeAdapter[Any] = TypeAdapter(cast("Any", tp))
+    _adapters[id(tp)] = (tp, adapter)
+    return adapter

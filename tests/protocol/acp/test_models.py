@@ -390,7 +390,8 @@ def test_unknown_attributes_raise_and_extras_read_as_attributes() -> None:
         _ = block.txt  # pyright: ignore[reportAttributeAccessIssue]
     assert block == acp.from_wire(acp.TextContentBlock, {"type": "text", "text": "a", "future": 1})
     assert block != acp.TextContentBlock(text="b")
-    assert copy.deepcopy(block) == block and copy.copy(block) == block
+    assert copy.deepcopy(block) == block
+    assert copy.copy(block) == block
     changed = block.model_copy(update={"text": "z"})
     assert (changed.text, block.text) == ("z", "a")
     assert acp.to_wire(changed) == {"type": "text", "text": "z", "future": 1}

@@ -31,6 +31,7 @@ def _adapter(tp: Any) -> TypeAdapter[Any]:
     return TypeAdapter(tp)
 
 
+@lru_cache(maxsize=512)
 def _validator(tp: Any) -> Callable[[object], object]:
     if isinstance(tp, type):
         validate = getattr(tp, "model_validate", None)

@@ -305,23 +305,24 @@ class ACPModel:
         return f"{type(self).__name__}({', '.join(shown)})"
 
     def __copy__(self) -> Self:
-        clone = type(self).__new__(type(self))
-        object.__setattr__(clone, "__dict__", dict(self.__dict__))
-        object.__setattr__(clone, "__pydantic_fields_set__", set(self.__pydantic_fields_set__))
         extra = self.__pydantic_extra__
-        object.__setattr__(clone, "__pydantic_extra__", None if extra is None else dict(extra))
-        object.__setattr__(clone, "__pydantic_private__", None)
-        return clone
+        return self._clone(dict(self.__dict__), None if extra is None else dict(extra))
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Self:
         import copy
 
+        extra = copy.deepcopy(self.__pydantic_extra__, memo)
+        return self._clone(copy.deepcopy(self.__dict__, memo), extra)
+
+    def _clone(self, fields: dict[str, Any], extra: dict[str, Any] | None) -> Self:
         clone = type(self).__new__(type(self))
-        object.__setattr__(clone, "__dict__", copy.deepcopy(self.__dict__, memo))
-        object.__setattr__(clone, "__pydantic_fields_set__", set(self.__pydantic_fields_set__))
-        extra = self.__pydantic_extra__
-        object.__setattr__(clone, "__pydantic_extra__", copy.deepcopy(extra, memo))
-        object.__setattr__(clone, "__pydantic_private__", None)
+        clone.__setstate__(
+            {
+                "__dict__": fields,
+                "__pydantic_fields_set__": set(self.__pydantic_fields_set__),
+                "__pydantic_extra__": extra,
+            }
+        )
         return clone
 
     def __getstate__(self) -> dict[str, Any]:
@@ -499,7 +500,7 @@ def _model_reference(cls: type[ACPModel], deps: set[type[ACPModel]]) -> cs.CoreS
             own: set[type[ACPModel]] = set()
             fields: dict[str, cs.ModelField] = {}
             for name, info in cls.__acp_fields__.items():
-                inner = _constrained(_schema(info.annotation, own), info, own)
+                inner = _constrained(_schema(info.annotation, own), info)
                 if info.default_factory is not None:
                     inner = cs.with_default_schema(inner, default_factory=info.default_factory)
                 elif info.default is not _MISSING:
@@ -523,7 +524,7 @@ def _model_reference(cls: type[ACPModel], deps: set[type[ACPModel]]) -> cs.CoreS
     return cs.definition_reference_schema(_ref(cls))
 
 
-def _constrained(schema: cs.CoreSchema, info: FieldInfo, deps: set[type[ACPModel]]) -> Any:
+def _constrained(schema: cs.CoreSchema, info: FieldInfo) -> Any:
     if info.ge is None and info.le is None and info.min_length is None:
         return schema
     target: Any = schema
@@ -540,7 +541,10 @@ def _constrained(schema: cs.CoreSchema, info: FieldInfo, deps: set[type[ACPModel
 
 def _schema(tp: Any, deps: set[type[ACPModel]]) -> cs.CoreSchema:
     """The core schema of one annotation."""
-    scalar = _SCALARS.get(tp) if _hashable(tp) else None
+    try:
+        scalar = _SCALARS.get(tp)
+    except TypeError:  # an unhashable annotation is no scalar
+        scalar = None
     if scalar is not None:
         return scalar()
     if isinstance(tp, type) and issubclass(tp, ACPModel):
@@ -556,7 +560,7 @@ def _schema(tp: Any, deps: set[type[ACPModel]]) -> cs.CoreSchema:
         if info is not None and info.discriminator is not None:
             return _tagged_union(base, info.discriminator, deps)
         schema = _schema(base, deps)
-        return _constrained(schema, info, deps) if info is not None else schema
+        return _constrained(schema, info) if info is not None else schema
     if origin is Literal:
         return cs.literal_schema(list(args))
     if origin is list:
@@ -576,14 +580,6 @@ def _schema(tp: Any, deps: set[type[ACPModel]]) -> cs.CoreSchema:
     if tp is list:
         return cs.list_schema(cs.any_schema())
     raise TypeError(f"ACP models cannot describe the annotation {tp!r}")
-
-
-def _hashable(tp: object) -> bool:
-    try:
-        hash(tp)
-    except TypeError:
-        return False
-    return True
 
 
 def _variants(union: Any) -> tuple[Any, ...]:

@@ -356,6 +356,17 @@ class _InterruptedTurnEnds(Rewriter):
         return [line]
 
 
+class _ClosedTurnUnanswered(Rewriter):
+    """A prompt interrupted by session/close is never answered (the close is): the client of
+    a closed session waits forever."""
+
+    async def agent_message(self, message: Message, line: bytes) -> list[bytes]:
+        method, params = self.request_of(message)
+        if method == "session/prompt" and params.get("sessionId") in self.closed:
+            return []
+        return [line]
+
+
 class _UpdateBeforeSessionNew(Rewriter):
     """Writes an available_commands_update for a new session just before the session/new
     response that creates it (the endpoint holds updates until the response is written)."""
@@ -1215,6 +1226,12 @@ MUTANTS: dict[str, Mutant] = {
         "a prompt interrupted by session/close is answered end_turn (session/cancel is right)",
         "when session/close was sent, yet it was answered",
         wire=lambda: _InterruptedTurnEnds("session/close"),
+    ),
+    "close-drops-turn": Mutant(
+        "ACP-CLOSE-002",
+        "a prompt interrupted by session/close is never answered (the close is)",
+        "still unanswered 5 s after session/close was answered",
+        wire=_ClosedTurnUnanswered,
     ),
     "wrong-session-updates": Mutant(
         "ACP-PROMPT-002",

@@ -179,3 +179,30 @@ def test_a_discriminator_of_a_sibling_variant_is_not_an_unknown_field() -> None:
         },
     )
     assert findings.unknown_fields == []
+
+
+def test_a_discriminator_value_no_variant_names_is_reported_as_such() -> None:
+    """An auth method ``{"type": "env_var", ...}`` (codex-acp) is decoded by a lenient client
+    as the default variant (no ``type``: agent); the finding names the value no variant of
+    AuthMethod has, not only the fields it brought."""
+    findings = validator().response(
+        "initialize",
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "result": {
+                "protocolVersion": 1,
+                "authMethods": [
+                    {"id": "login", "name": "Log in"},
+                    {"type": "env_var", "id": "key", "name": "Key", "vars": [{"name": "K"}]},
+                    {"type": "terminal", "id": "tui", "name": "TUI"},
+                ],
+            },
+        },
+    )
+    assert findings.errors == []
+    assert findings.unknown_fields == [
+        "initialize result/authMethods/1: type 'env_var' is no variant of AuthMethod "
+        "(known: 'terminal', 'agent', or no type)",
+        "initialize result/authMethods/1: fields not in AuthMethod: vars",
+    ]

@@ -22,6 +22,12 @@ report), uses the helpers for the common steps, and ends in one of:
 
 Set-up steps are :meth:`CheckContext.ready` and :meth:`CheckContext.new_session` (a check that
 judges them passes ``setup=False``, and their timeouts then fail it).
+
+Checks that judge the same exchange (the transcript of one ordinary session, say) share it:
+registered with ``@check(ID, shares=KEY)``, they get it from :meth:`CheckContext.shared`, which
+runs it once per run (and once more for the retry of an inconclusive attempt); the runner runs
+the checks of one key one after the other in one job, so the exchange costs one agent process,
+not one per requirement.
 """
 
 from __future__ import annotations
@@ -32,13 +38,17 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn, cast
+from typing import Any, NoReturn, TypeVar, cast
+
+import anyio
 
 from .requirements import REQUIREMENTS, Requirement
 from .wire import AgentWire, ClientSide, Response, WireError, WireTimeout, open_wire
 
 __all__ = (
     "CHECKS",
+    "LONG",
+    "SHARES",
     "BlockedByAuth",
     "CheckBlocked",
     "CheckContext",
@@ -48,9 +58,12 @@ __all__ = (
     "CheckSkipped",
     "Options",
     "Probe",
+    "SharedExchanges",
     "StartFailure",
     "check",
 )
+
+_T = TypeVar("_T")
 
 STOP_REASONS = frozenset({"end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"})
 AUTH_REQUIRED = -32000
@@ -201,15 +214,55 @@ class Probe:
 _dirs = itertools.count(1)
 
 
+class SharedExchanges:
+    """The exchanges several checks judge, each run once per run and attempt (see the module
+    docstring); one instance per suite run."""
+
+    def __init__(self) -> None:
+        self._locks: dict[tuple[str, int], anyio.Lock] = {}
+        self._done: dict[tuple[str, int], Any] = {}
+
+    async def get(self, key: str, attempt: int, make: Callable[[], Awaitable[_T]]) -> _T:
+        """What ``make()`` returned the first time ``key`` was asked for in ``attempt``
+        (``make`` records a failure in what it returns: it must not raise)."""
+        lock = self._locks.setdefault((key, attempt), anyio.Lock())
+        async with lock:
+            if (key, attempt) not in self._done:
+                self._done[(key, attempt)] = await make()
+            return cast(_T, self._done[(key, attempt)])
+
+
 class CheckContext:
     """Everything a check needs; see the module docstring."""
 
-    def __init__(self, requirement: Requirement, options: Options, probe: Probe) -> None:
+    def __init__(
+        self,
+        requirement: Requirement,
+        options: Options,
+        probe: Probe,
+        *,
+        shared: SharedExchanges | None = None,
+        attempt: int = 1,
+    ) -> None:
         self.requirement = requirement
         self.options = options
         self.probe = probe
         self.wires: list[AgentWire] = []
         self.notes: list[str] = []
+        self.attempt = attempt
+        """1, or 2 for the retry of an inconclusive first attempt."""
+        self._shared = shared if shared is not None else SharedExchanges()
+
+    async def shared(self, key: str, make: Callable[[], Awaitable[_T]]) -> _T:
+        """The exchange ``key`` of this run and attempt, made by ``make()`` if no check has
+        asked for it yet (see :class:`SharedExchanges`)."""
+        return await self._shared.get(key, self.attempt, make)
+
+    def adopt(self, wire: AgentWire) -> None:
+        """Record a process another check started (a shared exchange) as one this check
+        judged: its transcript and schema findings go into this check's result."""
+        if wire not in self.wires:
+            self.wires.append(wire)
 
     # -- outcomes --------------------------------------------------------------------------
 
@@ -362,10 +415,20 @@ async def ready_session(
 CheckFunction = Callable[[CheckContext], Awaitable[None]]
 CHECKS: dict[str, CheckFunction] = {}
 """Requirement id -> the check that implements it."""
+SHARES: dict[str, str] = {}
+"""Requirement id -> the key of the shared exchange its check judges (see the module
+docstring); the runner runs the checks of one key in one job."""
+LONG: set[str] = set()
+"""Requirement ids whose checks take several agent processes or many turns: the runner starts
+them first, so that a run does not end waiting on one long check started last."""
 
 
-def check(requirement_id: str) -> Callable[[CheckFunction], CheckFunction]:
-    """Register the decorated coroutine as the check of ``requirement_id``."""
+def check(
+    requirement_id: str, *, shares: str | None = None, long: bool = False
+) -> Callable[[CheckFunction], CheckFunction]:
+    """Register the decorated coroutine as the check of ``requirement_id``; ``shares``: the
+    key of the shared exchange it judges (which :meth:`CheckContext.shared` makes); ``long``:
+    see :data:`LONG`."""
     if requirement_id not in REQUIREMENTS:
         raise KeyError(f"no requirement {requirement_id!r} in the registry")
 
@@ -373,6 +436,10 @@ def check(requirement_id: str) -> Callable[[CheckFunction], CheckFunction]:
         if requirement_id in CHECKS:
             raise ValueError(f"two checks for {requirement_id}")
         CHECKS[requirement_id] = function
+        if shares is not None:
+            SHARES[requirement_id] = shares
+        if long:
+            LONG.add(requirement_id)
         function.requirement_id = requirement_id  # type: ignore[attr-defined]
         return function
 

@@ -601,7 +601,8 @@ class _Suite:
             portal.call(portal.stop, True)
 
     async def _run(self, options: Options, requirements: list[Requirement]) -> None:
-        from .runner import RUN_WIDE, judge_run_wide, probe_agent, run_check
+        from .framework import SharedExchanges
+        from .runner import RUN_WIDE, batches, judge_run_wide, probe_agent, run_check
 
         try:
             probe = await probe_agent(options)
@@ -613,32 +614,34 @@ class _Suite:
         if probe.start_failure is not None:
             return
         limiter = anyio.CapacityLimiter(self.jobs)
+        shared = SharedExchanges()
         done: dict[str, RequirementResult] = {}
 
-        async def one(requirement: Requirement, publish: bool) -> None:
-            future = self._futures[requirement.id]
-            try:
-                async with limiter:
-                    result = await run_check(requirement, options, probe)
-            except Exception as exc:  # a defect of the suite: the item shows the traceback
-                future.set_exception(exc)
-                return
-            if requirement.id in self.baseline:
-                result.expected_failure = self.baseline[requirement.id]
-                result.intermittent = requirement.id in self.baseline.intermittent
-            done[requirement.id] = result
-            if publish:
-                self._publish(result)
+        async def one(batch: list[Requirement], publish: bool) -> None:
+            async with limiter:
+                for requirement in batch:
+                    future = self._futures[requirement.id]
+                    try:
+                        result = await run_check(requirement, options, probe, shared=shared)
+                    except Exception as exc:  # a defect of the suite: the item shows it
+                        future.set_exception(exc)
+                        continue
+                    if requirement.id in self.baseline:
+                        result.expected_failure = self.baseline[requirement.id]
+                        result.intermittent = requirement.id in self.baseline.intermittent
+                    done[requirement.id] = result
+                    if publish:
+                        self._publish(result)
 
-        # The schema requirements judge every message of the other checks: they run after them.
+        # The schema requirements judge every message of the other checks: they run after them
+        # (their shared exchange is the one the first round made).
         async with anyio.create_task_group() as tg:
-            for requirement in requirements:
-                if requirement.id not in RUN_WIDE:
-                    tg.start_soon(one, requirement, True)
+            for batch in batches(r for r in requirements if r.id not in RUN_WIDE):
+                tg.start_soon(one, batch, True)
         run_wide = [r for r in requirements if r.id in RUN_WIDE]
         async with anyio.create_task_group() as tg:
-            for requirement in run_wide:
-                tg.start_soon(one, requirement, False)
+            for batch in batches(run_wide):
+                tg.start_soon(one, batch, False)
         judge_run_wide(done)
         for requirement in run_wide:
             if requirement.id in done:

@@ -1,9 +1,10 @@
-"""Runs the checks against an agent command: a probe, then every check in its own process.
+"""Runs the checks against an agent command: a probe, then the checks in their own processes.
 
 :func:`run_suite` starts one probe connection (initialize and session/new) to learn what the
-agent advertises, then runs each requirement's check concurrently (at most ``jobs`` at once;
-each check starts its own agent processes, so they do not interfere), each bounded by
-``Options.check_timeout``. A requirement whose capability gate is closed is ``n/a``.
+agent advertises, then runs the checks concurrently (at most ``jobs`` at once; each check starts
+its own agent processes, so they do not interfere), each bounded by ``Options.check_timeout``.
+Checks that judge one shared exchange run one after the other in one job (:func:`batches`).
+A requirement whose capability gate is closed is ``n/a``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from . import checks as _checks  # registers every check
 from .framework import (
     AUTH_REQUIRED,
     CHECKS,
+    LONG,
+    SHARES,
     BlockedByAuth,
     CheckBlocked,
     CheckContext,
@@ -38,6 +41,7 @@ from .framework import (
     CheckSkipped,
     Options,
     Probe,
+    SharedExchanges,
     StartFailure,
 )
 from .requirements import REQUIREMENTS, Requirement, Tier
@@ -53,6 +57,7 @@ __all__ = (
     "RequirementResult",
     "Status",
     "SuiteReport",
+    "batches",
     "default_jobs",
     "identify",
     "judge_run_wide",
@@ -400,9 +405,11 @@ async def run_check(
     probe: Probe,
     *,
     transcripts: str = "failures",
+    shared: SharedExchanges | None = None,
 ) -> RequirementResult:
     """Run one requirement's check (or judge it not applicable); a check whose set-up timed
-    out although the probe's succeeded runs once more, then is ``inconclusive``."""
+    out although the probe's succeeded runs once more, then is ``inconclusive``. ``shared``:
+    the run's shared exchanges (a fresh set when not given)."""
     if transcripts not in TRANSCRIPTS:
         raise ValueError(f"transcripts must be one of {', '.join(TRANSCRIPTS)}")
     if probe.start_failure is not None:
@@ -423,10 +430,11 @@ async def run_check(
             Status.NOT_APPLICABLE,
             f"unknown whether {requirement.gate} holds: {probe.error}",
         )
-    result = await _run_once(requirement, options, probe, transcripts)
+    shared = shared if shared is not None else SharedExchanges()
+    result = await _run_once(requirement, options, probe, transcripts, shared, 1)
     if result.status is Status.INCONCLUSIVE:
         first = result.message
-        result = await _run_once(requirement, options, probe, transcripts)
+        result = await _run_once(requirement, options, probe, transcripts, shared, 2)
         result.attempts = 2
         if result.status is Status.INCONCLUSIVE:
             result.message = f"{result.message} (twice; first: {first})"
@@ -434,9 +442,14 @@ async def run_check(
 
 
 async def _run_once(
-    requirement: Requirement, options: Options, probe: Probe, transcripts: str
+    requirement: Requirement,
+    options: Options,
+    probe: Probe,
+    transcripts: str,
+    shared: SharedExchanges,
+    attempt: int,
 ) -> RequirementResult:
-    ctx = CheckContext(requirement, options, probe)
+    ctx = CheckContext(requirement, options, probe, shared=shared, attempt=attempt)
     started = time.monotonic()
     status = Status.INFO if requirement.tier is Tier.INFORMATIONAL else Status.PASS
     message = ""
@@ -552,6 +565,23 @@ def _in_workdir(options: Options, root: str) -> Options:
     return dataclasses.replace(options, cwd=options.cwd.resolve(), workdir=Path(root).resolve())
 
 
+def batches(requirements: Iterable[Requirement]) -> list[list[Requirement]]:
+    """The jobs that run ``requirements``: the checks that share an exchange together, one
+    after the other (one agent process for all of them), every other check alone; the
+    batches of shared exchanges and the long checks first (so that the run does not end on one
+    long job started last), otherwise in the given order."""
+    shared: dict[str, list[Requirement]] = {}
+    alone: list[list[Requirement]] = []
+    for requirement in requirements:
+        key = SHARES.get(requirement.id)
+        if key is None:
+            alone.append([requirement])
+        else:
+            shared.setdefault(key, []).append(requirement)
+    jobs = [*shared.values(), *alone]
+    return sorted(jobs, key=lambda batch: not any(r.id in LONG or r.id in SHARES for r in batch))
+
+
 def default_jobs() -> int:
     """Checks run at once by default: the cores this process may use (each check has its own
     agent process; more would make answers late and load look like a finding)."""
@@ -599,22 +629,27 @@ async def run_suite(
         results: dict[str, RequirementResult] = {}
         if probe.start_failure is None:
             limiter = anyio.CapacityLimiter(jobs)
+            shared = SharedExchanges()
 
-            async def one(requirement: Requirement) -> None:
+            async def one(batch: list[Requirement]) -> None:
                 async with limiter:
-                    result = await run_check(requirement, options, probe, transcripts=transcripts)
-                if baseline and requirement.id in baseline:
-                    result.expected_failure = baseline[requirement.id]
-                    result.intermittent = (
-                        isinstance(baseline, Baseline) and requirement.id in baseline.intermittent
-                    )
-                results[requirement.id] = result
-                if on_result is not None:
-                    on_result(result, len(results), len(wanted))
+                    for requirement in batch:
+                        result = await run_check(
+                            requirement, options, probe, transcripts=transcripts, shared=shared
+                        )
+                        if baseline and requirement.id in baseline:
+                            result.expected_failure = baseline[requirement.id]
+                            result.intermittent = (
+                                isinstance(baseline, Baseline)
+                                and requirement.id in baseline.intermittent
+                            )
+                        results[requirement.id] = result
+                        if on_result is not None:
+                            on_result(result, len(results), len(wanted))
 
             async with anyio.create_task_group() as tg:
-                for requirement in wanted:
-                    tg.start_soon(one, requirement)
+                for batch in batches(wanted):
+                    tg.start_soon(one, batch)
             judge_run_wide(results)
     return SuiteReport(
         command=options.command,

@@ -97,6 +97,9 @@ class _Shape:
     """The discriminator value of the union variant chosen, when one was."""
     open: bool = False
     """Any key is allowed (a map, a free-form object)."""
+    strays: list[str] = field(default_factory=list[str])
+    """Discriminator values no variant of a union names (``type: "env_var"`` where the union
+    has ``terminal`` and a default variant without ``type``), described."""
 
     @property
     def label(self) -> str:
@@ -117,7 +120,7 @@ class _Walker:
 
     def __init__(self, schema: dict[str, Any]) -> None:
         self.defs: dict[str, Node] = schema["$defs"]
-        self._variants: dict[int, tuple[list[_Variant], frozenset[str]]] = {}
+        self._variants: dict[int, tuple[list[_Variant], frozenset[str], dict[str, list[Any]]]] = {}
 
     def ref(self, name: str) -> Node:
         return {"$ref": f"#/$defs/{name}"}
@@ -173,9 +176,16 @@ class _Walker:
             picked = self._pick(cast(list[Node], union), value)
             if picked is None:
                 return None
-            variant, discriminators = picked
+            variant, discriminators, known = picked
             for key in discriminators:  # a sibling variant's discriminator is no stray key
                 out.properties.setdefault(key, {})
+                if key in value and key not in variant.consts and value[key] not in known[key]:
+                    # The default variant was picked for a value no variant names.
+                    names = ", ".join(repr(c) for c in known[key])
+                    out.strays.append(
+                        f"{key} {value[key]!r} is no variant of {out.name or 'the union'} "
+                        f"(known: {names}, or no {key})"
+                    )
             tag = next((str(value[k]) for k in variant.consts if k in value), None)
             if tag is not None and out.variant is None:
                 out.variant = tag
@@ -217,7 +227,9 @@ class _Walker:
 
     def _pick(
         self, union: list[Node], value: dict[str, Any]
-    ) -> tuple[_Variant, frozenset[str]] | None:
+    ) -> tuple[_Variant, frozenset[str], dict[str, list[Any]]] | None:
+        """The variant ``value`` selects, the union's discriminator keys, and the values
+        each key takes in the variants."""
         cached = self._variants.get(id(union))
         if cached is None:
             variants: list[_Variant] = []
@@ -225,9 +237,15 @@ class _Walker:
                 consts, required, objectish = self._signature(node)
                 variants.append(_Variant(node, consts, frozenset(required), objectish))
             keys = frozenset(k for v in variants for k in v.consts)
-            cached = (variants, keys)
+            # A variant without the key's const is the default one; its title is its tag.
+            known = {
+                k: [v.consts[k] if k in v.consts else v.node.get("title") for v in variants]
+                for k in sorted(keys)
+            }
+            known = {k: [tag for tag in tags if tag is not None] for k, tags in known.items()}
+            cached = (variants, keys, known)
             self._variants[id(union)] = cached
-        variants, keys = cached
+        variants, keys, known = cached
         best: list[_Variant] = []
         best_score = -1
         for variant in variants:
@@ -244,7 +262,7 @@ class _Walker:
                 best.append(variant)
         if len(best) != 1:
             return None
-        return best[0], keys
+        return best[0], keys, known
 
     def items(self, node: Node, depth: int = 0) -> Node | None:
         """The node describing the items of an array ``node`` describes (``None``: unknown)."""
@@ -342,13 +360,18 @@ class AgentMessageValidator:
             shape = self._stable.shape(node, value)
             if shape is None:
                 return
+            other: _Shape | None = None
+            if unstable is not None and self._unstable is not None:
+                other = self._unstable.shape(unstable, value)
+            for stray in shape.strays:
+                if other is not None and stray not in other.strays:  # a draft variant
+                    out.unstable_fields.append(f"{where}{path}: a variant of the unstable schema")
+                else:
+                    out.unknown_fields.append(f"{where}{path}: {stray}")
             if not shape.open:
                 extra = [k for k in value if k not in shape.properties and k != "_meta"]
                 if extra:
                     self._sort_extra(value, extra, shape, unstable, f"{where}{path}", out)
-            other: _Shape | None = None
-            if unstable is not None and self._unstable is not None:
-                other = self._unstable.shape(unstable, value)
             for key, item in value.items():
                 child = shape.properties.get(key)
                 if key == "_meta" or child is None or not child:

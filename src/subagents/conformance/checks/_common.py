@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, cast
 
+import anyio
+
+from ...transports.process import ProcessExit
 from ..framework import CheckContext
 from ..wire import AgentWire, ClientSide, Line, Response
 
@@ -38,6 +44,136 @@ async def basic_exchange(ctx: CheckContext, wire: AgentWire) -> Exchange:
     response = await ctx.prompt(wire, session_id)
     await wire.quiet(ctx.options.quiet_period)
     return Exchange(init, session_id, response)
+
+
+EXIT_WAIT = 5.0
+"""How long an agent gets to exit once its stdin is closed (ACP-SHUTDOWN-001)."""
+POLL = 0.05
+"""Files appearing and processes of other parents ending have no event: polled this often."""
+
+BASIC = "basic"
+"""The key of the shared :class:`BasicRun` (``@check(..., shares=BASIC)``)."""
+
+
+@dataclass
+class BasicRun:
+    """One agent process as a client meets it: initialize, session/new, one ordinary prompt,
+    a quiet period, then its stdin closed and its exit watched. The checks of what an ordinary
+    exchange shows (the initialize result, the session id, the turn, the transport, the schema,
+    stderr, the shutdown) all judge this one process (see :func:`basic_run`)."""
+
+    wire: AgentWire
+    init: dict[str, Any] | None = None
+    session_id: str | None = None
+    prompt_start: int = 0
+    """Index in ``wire.lines`` of the prompt request."""
+    prompt: Response | None = None
+    error: Exception | None = None
+    """What a step raised (a failure, a block, an inconclusive set-up): the steps after it
+    were not run."""
+    times: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    """Seconds that initialize (from the process start), session/new and the prompt took."""
+    stderr_bytes: int = 0
+    """Bytes on stderr by the end of the exchange (before stdin was closed)."""
+    exit: ProcessExit | None = None
+    """How it ended after stdin EOF; ``None``: still running :data:`EXIT_WAIT` s later."""
+    exit_after: float = 0.0
+    """Seconds from stdin EOF to the exit."""
+    left_behind: list[int] = field(default_factory=list[int])
+    """Processes of its group still running 1 s after it exited."""
+
+    def initialized(self) -> dict[str, Any]:
+        """The initialize result; re-raises what initialize raised."""
+        if self.init is None:
+            assert self.error is not None
+            raise self.error
+        return self.init
+
+    def session(self) -> str:
+        """The session id; re-raises what initialize or session/new raised."""
+        if self.session_id is None:
+            assert self.error is not None
+            raise self.error
+        return self.session_id
+
+    def exchanged(self) -> tuple[AgentWire, Exchange]:
+        """The wire and the whole exchange; re-raises what any step raised."""
+        if self.error is not None:
+            raise self.error
+        assert self.init is not None
+        assert self.session_id is not None
+        assert self.prompt is not None
+        return self.wire, Exchange(self.init, self.session_id, self.prompt)
+
+
+async def basic_run(ctx: CheckContext) -> BasicRun:
+    """The run's shared :class:`BasicRun` (made by the first check that asks), adopted into
+    ``ctx`` so its transcript and schema findings are this check's too."""
+
+    async def make() -> BasicRun:
+        async with ctx.agent() as wire:
+            run = BasicRun(wire)
+            try:
+                started = time.monotonic()
+                run.init = await ctx.ready(wire)
+                initialized = time.monotonic()
+                run.session_id = await ctx.new_session(wire)
+                created = time.monotonic()
+                run.prompt_start = len(wire.lines)
+                run.prompt = await ctx.prompt(wire, run.session_id)
+                run.times = (
+                    initialized - started,
+                    created - initialized,
+                    time.monotonic() - created,
+                )
+                await wire.quiet(ctx.options.quiet_period)
+            except Exception as exc:  # recorded: every sharing check re-raises it
+                run.error = exc
+                return run
+            run.stderr_bytes = wire.process.stderr_bytes
+            await wire.close_stdin()
+            closed = time.monotonic()
+            run.exit = await wire.wait_exit(EXIT_WAIT)  # the process's exit is the event
+            run.exit_after = time.monotonic() - closed
+            if run.exit is not None:
+                pgid = wire.process.pid
+                await holds_soon(lambda: not group_members(pgid), 1.0)
+                run.left_behind = group_members(pgid)
+            return run
+
+    run = await ctx.shared(BASIC, make)
+    ctx.adopt(run.wire)
+    return run
+
+
+async def holds_soon(condition: Callable[[], bool], timeout: float) -> bool:
+    """Whether ``condition`` holds within ``timeout`` (polled every :data:`POLL` s)."""
+    with anyio.move_on_after(timeout):
+        while not condition():  # noqa: ASYNC110 - no event exists for a file appearing
+            await anyio.sleep(POLL)
+        return True
+    return condition()
+
+
+def group_members(pgid: int) -> list[int]:
+    """The live (not zombie) processes of process group ``pgid``."""
+    members: list[int] = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:  # pragma: no cover - not Linux
+        return members
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        # fields[0] is the state, fields[2] the process group.
+        if int(fields[2]) == pgid and fields[0] != b"Z":
+            members.append(int(entry))
+    return members
 
 
 def index_of(wire: AgentWire, line: Line) -> int:

@@ -15,12 +15,21 @@ from typing import Any, cast
 
 import anyio
 
-from ...transports.process import ProcessExit
 from .. import mcp_probe
 from ..framework import CheckContext, check
 from ..mcp_http import serve_mcp_http
 from ..wire import AgentWire, Response, WireError
-from ._common import basic_exchange, index_of, result_dict, update_kind, updates_between
+from ._common import (
+    BASIC,
+    EXIT_WAIT,
+    POLL,
+    basic_run,
+    holds_soon,
+    index_of,
+    result_dict,
+    update_kind,
+    updates_between,
+)
 
 
 @check("ACP-INIT-001")
@@ -43,15 +52,13 @@ async def initialize_succeeds(ctx: CheckContext) -> None:
             ctx.note("no agentCapabilities: every capability counts as unsupported")
 
 
-@check("ACP-INIT-002")
+@check("ACP-INIT-002", shares=BASIC)
 async def version_one_is_kept(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        init = await ctx.ready(wire, protocol_version=1)
-        if init.get("protocolVersion") != 1:
-            ctx.fail(
-                "protocol version 1 was requested; "
-                f"the agent answered {init.get('protocolVersion')!r}"
-            )
+    init = (await basic_run(ctx)).initialized()  # initialize asked for version 1
+    if init.get("protocolVersion") != 1:
+        ctx.fail(
+            f"protocol version 1 was requested; the agent answered {init.get('protocolVersion')!r}"
+        )
 
 
 @check("ACP-INIT-003")
@@ -79,22 +86,19 @@ async def unsupported_version_is_not_echoed(ctx: CheckContext) -> None:
             ctx.fail(f"protocol version 65535 was answered with protocolVersion {version!r}")
 
 
-@check("ACP-INIT-004")
+@check("ACP-INIT-004", shares=BASIC)
 async def agent_names_itself(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        init = await ctx.ready(wire)
-        info = init.get("agentInfo")
-        if not isinstance(info, dict):
-            ctx.fail("the initialize result has no agentInfo")
-        info = cast(dict[str, Any], info)
-        missing = [
-            key
-            for key in ("name", "version")
-            if not isinstance(info.get(key), str) or not info[key]
-        ]
-        if missing:
-            ctx.fail(f"agentInfo lacks {', '.join(missing)}: {info}")
-        ctx.note(f"agent {info['name']} {info['version']}")
+    init = (await basic_run(ctx)).initialized()
+    info = init.get("agentInfo")
+    if not isinstance(info, dict):
+        ctx.fail("the initialize result has no agentInfo")
+    info = cast(dict[str, Any], info)
+    missing = [
+        key for key in ("name", "version") if not isinstance(info.get(key), str) or not info[key]
+    ]
+    if missing:
+        ctx.fail(f"agentInfo lacks {', '.join(missing)}: {info}")
+    ctx.note(f"agent {info['name']} {info['version']}")
 
 
 @check("ACP-INIT-005")
@@ -116,33 +120,32 @@ async def session_new_before_initialize_is_refused(ctx: CheckContext) -> None:
         ctx.note(f"session/new before initialize: {response.describe()}")
 
 
-@check("ACP-AUTH-001")
+@check("ACP-AUTH-001", shares=BASIC)
 async def auth_method_ids_are_unique(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        init = await ctx.ready(wire)
-        methods = cast(list[Any], init.get("authMethods") or [])
-        ids = [cast(dict[str, Any], m).get("id") for m in methods if isinstance(m, dict)]
-        duplicates = sorted({str(i) for i in ids if ids.count(i) > 1})
-        if duplicates:
-            ctx.fail(f"authMethods repeat the id(s) {', '.join(duplicates)}")
-        ctx.note(f"auth methods: {', '.join(map(str, ids)) or 'none'}")
+    init = (await basic_run(ctx)).initialized()
+    methods = cast(list[Any], init.get("authMethods") or [])
+    ids = [cast(dict[str, Any], m).get("id") for m in methods if isinstance(m, dict)]
+    duplicates = sorted({str(i) for i in ids if ids.count(i) > 1})
+    if duplicates:
+        ctx.fail(f"authMethods repeat the id(s) {', '.join(duplicates)}")
+    ctx.note(f"auth methods: {', '.join(map(str, ids)) or 'none'}")
 
 
-@check("ACP-AUTH-002")
+@check("ACP-AUTH-002", shares=BASIC)
 async def no_terminal_auth_unless_enabled(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        init = await ctx.ready(wire)  # this client does not enable terminal authentication
-        methods = cast(list[Any], init.get("authMethods") or [])
-        terminal = [
-            str(cast(dict[str, Any], m).get("id"))
-            for m in methods
-            if isinstance(m, dict) and cast(dict[str, Any], m).get("type") == "terminal"
-        ]
-        if terminal:
-            ctx.fail(
-                "auth method(s) of type terminal advertised to a client without "
-                f"clientCapabilities.auth.terminal: {', '.join(terminal)}"
-            )
+    # The suite's client does not enable terminal authentication.
+    init = (await basic_run(ctx)).initialized()
+    methods = cast(list[Any], init.get("authMethods") or [])
+    terminal = [
+        str(cast(dict[str, Any], m).get("id"))
+        for m in methods
+        if isinstance(m, dict) and cast(dict[str, Any], m).get("type") == "terminal"
+    ]
+    if terminal:
+        ctx.fail(
+            "auth method(s) of type terminal advertised to a client without "
+            f"clientCapabilities.auth.terminal: {', '.join(terminal)}"
+        )
 
 
 @check("ACP-AUTH-003")
@@ -165,11 +168,9 @@ async def logout_succeeds(ctx: CheckContext) -> None:
             ctx.fail(f"logout result is not an object: {response.describe()}")
 
 
-@check("ACP-SESSION-001")
+@check("ACP-SESSION-001", shares=BASIC)
 async def session_new_gives_an_id(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await ctx.ready(wire)
-        await ctx.new_session(wire)
+    (await basic_run(ctx)).session()
 
 
 @check("ACP-SESSION-002")
@@ -249,12 +250,8 @@ _MCP_GRACE = 0.5
 """How long after the first prompt turn ends a stdio MCP server still counts as used."""
 _MCP_LINGER = 30.0
 """How long the stubborn probe of ACP-SHUTDOWN-003 outlives its stdin (unless signalled)."""
-_POLL = 0.05
-"""Files appearing and processes of other parents ending have no event: polled this often."""
-_EXIT_WAIT = 5.0
 _AFTER_KILL_WAIT = 2.0
 """How long an agent that lingered after EOF gets to exit once its MCP server is gone."""
-"""How long an agent gets to exit once its stdin is closed (ACP-SHUTDOWN-001)."""
 
 
 def _running(pid: int) -> bool:
@@ -264,14 +261,6 @@ def _running(pid: int) -> bool:
     except OSError:
         return False
     return stat[stat.rindex(")") + 2] != "Z"
-
-
-async def _holds_soon(condition: Callable[[], bool], timeout: float) -> bool:
-    with anyio.move_on_after(timeout):
-        while not condition():  # noqa: ASYNC110 - no event exists for a file appearing
-            await anyio.sleep(_POLL)
-        return True
-    return condition()
 
 
 async def _mcp_used(
@@ -291,8 +280,8 @@ async def _mcp_used(
         while not wire.answered(request_id) and not wire.eof:
             if condition():
                 return True
-            await wire.wait_for(lambda: wire.answered(request_id), _POLL)
-    return await _holds_soon(condition, _MCP_GRACE)
+            await wire.wait_for(lambda: wire.answered(request_id), POLL)
+    return await holds_soon(condition, _MCP_GRACE)
 
 
 def _session_id_of(ctx: CheckContext, response: Response) -> str:
@@ -422,65 +411,50 @@ async def sse_mcp_servers_are_accepted(ctx: CheckContext) -> None:
     await _remote_mcp_session(ctx, "sse")
 
 
-async def _exit_on_eof(ctx: CheckContext, wire: AgentWire) -> ProcessExit:
-    """Close the agent's stdin and watch it exit; blocked by ACP-SHUTDOWN-001 if it does not."""
-    await wire.close_stdin()
-    exit_ = await wire.wait_exit(_EXIT_WAIT)
+@check("ACP-SHUTDOWN-001", shares=BASIC)
+async def exits_on_stdin_eof(ctx: CheckContext) -> None:
+    run = await basic_run(ctx)
+    if run.error is not None:  # the exchange broke off: judge EOF on a session alone
+        async with ctx.agent() as wire:
+            await ctx.ready(wire)
+            await ctx.new_session(wire)
+            await wire.close_stdin()
+            started = time.monotonic()
+            exit_ = await wire.wait_exit(EXIT_WAIT)
+            after = time.monotonic() - started
+    else:
+        exit_, after = run.exit, run.exit_after
     if exit_ is None:
+        ctx.fail(f"the agent was still running {EXIT_WAIT:g} s after its stdin was closed")
+    ctx.note(f"exited {after:.2f} s after stdin EOF ({exit_.describe()})")
+
+
+@check("ACP-SHUTDOWN-002", shares=BASIC)
+async def leaves_no_process_behind(ctx: CheckContext) -> None:
+    run = await basic_run(ctx)
+    if run.error is not None:
+        raise run.error
+    if run.exit is None:
         ctx.blocked_by(
             "ACP-SHUTDOWN-001",
-            f"the agent was still running {_EXIT_WAIT:g} s after its stdin was closed",
+            f"the agent was still running {EXIT_WAIT:g} s after its stdin was closed",
         )
-    return exit_
+    if run.left_behind:
+        ctx.fail(
+            f"after the agent exited, process(es) {run.left_behind} of its group were still running"
+        )
 
 
-@check("ACP-SHUTDOWN-001")
-async def exits_on_stdin_eof(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await ctx.ready(wire)
-        await ctx.new_session(wire)
-        await wire.close_stdin()
-        started = time.monotonic()
-        exit_ = await wire.wait_exit(_EXIT_WAIT)  # the process's exit is the event
-        if exit_ is None:
-            ctx.fail(f"the agent was still running {_EXIT_WAIT:g} s after its stdin was closed")
-        ctx.note(f"exited {time.monotonic() - started:.2f} s after stdin EOF ({exit_.describe()})")
-
-
-def _group_members(pgid: int) -> list[int]:
-    members: list[int] = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:  # pragma: no cover - not Linux
-        return members
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as stat:
-                fields = stat.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        # fields[0] is the state, fields[2] the process group.
-        if int(fields[2]) == pgid and fields[0] != b"Z":
-            members.append(int(entry))
-    return members
-
-
-@check("ACP-SHUTDOWN-002")
-async def leaves_no_process_behind(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await basic_exchange(ctx, wire)
-        await _exit_on_eof(ctx, wire)
-        pgid = wire.process.pid
-        await _holds_soon(lambda: not _group_members(pgid), 1.0)
-        left = _group_members(pgid)
-        if left:
-            ctx.fail(f"after the agent exited, process(es) {left} of its group were still running")
-
-
-@check("ACP-SHUTDOWN-003")
+@check("ACP-SHUTDOWN-003", shares=BASIC)
 async def mcp_servers_end_with_the_agent(ctx: CheckContext) -> None:
+    run = await basic_run(ctx)
+    if run.error is None and run.exit is None:  # known without a second process
+        ctx.blocked_by(
+            "ACP-SHUTDOWN-001",
+            f"the agent was still running {EXIT_WAIT:g} s after its stdin was closed (with no "
+            "MCP server), so what it does with its MCP servers at exit cannot be told",
+        )
+    ctx.wires.remove(run.wire)  # judged on a process of its own below
     async with ctx.agent() as wire:
         await ctx.ready(wire)
         probe = _McpProbe.at(wire, "conformance-stubborn")
@@ -493,7 +467,7 @@ async def mcp_servers_end_with_the_agent(ctx: CheckContext) -> None:
             )
         await wire.close_stdin()
         pids = [int(word) for word in probe.pid_file.read_text().split()]
-        if await wire.wait_exit(_EXIT_WAIT) is None:
+        if await wire.wait_exit(EXIT_WAIT) is None:
             # Still running: waiting for its server (which outlives its stdin), or not ending
             # on EOF at all? End the server and see.
             for pid in pids:
@@ -502,16 +476,16 @@ async def mcp_servers_end_with_the_agent(ctx: CheckContext) -> None:
             if await wire.wait_exit(_AFTER_KILL_WAIT) is None:
                 ctx.blocked_by(
                     "ACP-SHUTDOWN-001",
-                    f"the agent was still running {_EXIT_WAIT:g} s after its stdin was closed, "
+                    f"the agent was still running {EXIT_WAIT:g} s after its stdin was closed, "
                     "and still after the suite ended its MCP server",
                 )
             ctx.fail(
-                f"after stdin EOF the agent did not exit within {_EXIT_WAIT:g} s while the stdio "
+                f"after stdin EOF the agent did not exit within {EXIT_WAIT:g} s while the stdio "
                 "MCP server it started was still running (the probe outlives its stdin), and "
                 "exited once the suite killed that server: it waits for its MCP servers instead "
                 "of ending them"
             )
-        await _holds_soon(lambda: not any(map(_running, pids)), 5.0)
+        await holds_soon(lambda: not any(map(_running, pids)), 5.0)
         left = [pid for pid in pids if _running(pid)]
         for pid in left:
             with suppress(OSError):
@@ -523,24 +497,16 @@ async def mcp_servers_end_with_the_agent(ctx: CheckContext) -> None:
             )
 
 
-@check("ACP-TIMING-001")
+@check("ACP-TIMING-001", shares=BASIC)
 async def answers_within_the_timeouts(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        started = time.monotonic()
-        await ctx.ready(wire)
-        initialized = time.monotonic()
-        session_id = await ctx.new_session(wire)
-        created = time.monotonic()
-        await ctx.prompt(wire, session_id)
-        answered = time.monotonic()
-        ctx.note(
-            f"initialize {initialized - started:.3f} s, session/new {created - initialized:.3f} s, "
-            f"prompt {answered - created:.3f} s"
-        )
+    run = await basic_run(ctx)
+    run.exchanged()
+    initialize, new, prompt = run.times
+    ctx.note(f"initialize {initialize:.3f} s, session/new {new:.3f} s, prompt {prompt:.3f} s")
 
 
-@check("ACP-STDERR-001")
+@check("ACP-STDERR-001", shares=BASIC)
 async def stderr_volume(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await basic_exchange(ctx, wire)
-        ctx.note(f"{wire.process.stderr_bytes} bytes on stderr during a basic exchange")
+    run = await basic_run(ctx)
+    run.exchanged()
+    ctx.note(f"{run.stderr_bytes} bytes on stderr during a basic exchange")

@@ -7,9 +7,7 @@ each one exercises what the agent claims ("no false advertising").
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from ..framework import CheckContext, check
@@ -45,85 +43,137 @@ SIGTERM, as a client stops an agent that lingers: an agent that saves on exit sa
 @dataclass
 class _Reopened:
     """A session reopened the way a client reopens one: made (with a prompt turn) by an agent
-    process that has since exited, then loaded or resumed in a new process."""
+    process that has since exited, then loaded or resumed in a new process, then prompted. The
+    checks of one method share it (``@check(..., shares="session/load")``)."""
 
-    wire: AgentWire
-    """The new process."""
-    session_id: str
-    response: Response
+    wires: list[AgentWire] = field(default_factory=list[AgentWire])
+    """The first process, then the new one."""
+    error: Exception | None = None
+    """What a step up to the load or resume raised (re-raised by every check)."""
+    session_id: str = ""
+    response: Response | None = None
     """The answer to ``session/load`` or ``session/resume``."""
-    start: int
-    """Index in ``wire.lines`` of the load or resume request."""
+    start: int = 0
+    """Index in the new process's lines of the load or resume request."""
+    settled: int = 0
+    """Index in those lines after the quiet period that followed the answer (before the
+    prompt that followed it)."""
+    prompt: Response | None = None
+    """The answer to a prompt in the reopened session (when it reopened)."""
+    prompt_error: Exception | None = None
+
+    @property
+    def wire(self) -> AgentWire:
+        return self.wires[-1]
+
+    def answered(self) -> Response:
+        """The load or resume answer; re-raises what the steps before it raised."""
+        if self.error is not None:
+            raise self.error
+        assert self.response is not None
+        return self.response
 
 
-@asynccontextmanager
-async def _reopened(ctx: CheckContext, method: str) -> AsyncGenerator[_Reopened, None]:
+async def _reopened(ctx: CheckContext, method: str) -> _Reopened:
     """Process 1: a session with one prompt turn, then stdin closed and the exit waited for
     (the shutdown ladder stops it otherwise); process 2: initialize, then ``method``
-    (``session/load`` or ``session/resume``) of that session, with its cwd."""
-    async with ctx.agent() as first:
-        session_id = await _session_with_history(ctx, first)
-        cwd = first.cwd
-        await first.close_stdin()
-        await first.wait_exit(_EXIT_WAIT)
-    async with ctx.agent() as wire:
-        await ctx.ready(wire)
-        start = len(wire.lines)
-        params: dict[str, Any] = {"sessionId": session_id, "cwd": str(cwd), "mcpServers": []}
-        response = await ctx.call(wire, method, params)
-        ctx.auth_blocked(method, response)
-        yield _Reopened(wire, session_id, response, start)
+    (``session/load`` or ``session/resume``) of that session, with its cwd, a quiet period, and
+    a prompt in the reopened session. Made once per run and shared by the checks of
+    ``method``."""
+
+    async def make() -> _Reopened:
+        run = _Reopened()
+        try:
+            async with ctx.agent() as first:
+                run.wires.append(first)
+                run.session_id = await _session_with_history(ctx, first)
+                cwd = first.cwd
+                await first.close_stdin()
+                await first.wait_exit(_EXIT_WAIT)
+            async with ctx.agent() as wire:
+                run.wires.append(wire)
+                await ctx.ready(wire)
+                run.start = len(wire.lines)
+                params: dict[str, Any] = {
+                    "sessionId": run.session_id,
+                    "cwd": str(cwd),
+                    "mcpServers": [],
+                }
+                run.response = response = await ctx.call(wire, method, params)
+                ctx.auth_blocked(method, response)
+                await wire.quiet(ctx.options.quiet_period)
+                run.settled = len(wire.lines)
+                if response.ok:
+                    try:
+                        run.prompt = await ctx.prompt(wire, run.session_id)
+                    except Exception as exc:  # judged by the check that needs the answer
+                        run.prompt_error = exc
+        except Exception as exc:  # recorded: every sharing check re-raises it
+            run.error = exc
+        return run
+
+    run = await ctx.shared(method, make)
+    for wire in run.wires:
+        ctx.adopt(wire)
+    return run
 
 
 _ELSEWHERE = "in a new agent process, after the one that made it (with a prompt turn) exited"
 
 
-@check("ACP-LOAD-001")
+def _prompted(ctx: CheckContext, run: _Reopened) -> None:
+    """The reopened session took a prompt turn (fails the check otherwise)."""
+    if run.prompt_error is not None:
+        raise run.prompt_error
+    assert run.prompt is not None
+    ctx.stop_reason(run.prompt)
+
+
+@check("ACP-LOAD-001", shares="session/load", long=True)
 async def load_succeeds(ctx: CheckContext) -> None:
-    async with _reopened(ctx, "session/load") as loaded:
-        if not loaded.response.ok:
-            ctx.fail(
-                f"session/load of session {loaded.session_id!r} {_ELSEWHERE}, failed: "
-                f"{loaded.response.describe()}"
-            )
-        ctx.stop_reason(await ctx.prompt(loaded.wire, loaded.session_id))
+    loaded = await _reopened(ctx, "session/load")
+    response = loaded.answered()
+    if not response.ok:
+        ctx.fail(
+            f"session/load of session {loaded.session_id!r} {_ELSEWHERE}, failed: "
+            f"{response.describe()}"
+        )
+    _prompted(ctx, loaded)
 
 
-@check("ACP-LOAD-002")
+@check("ACP-LOAD-002", shares="session/load", long=True)
 async def load_replays_before_answering(ctx: CheckContext) -> None:
-    async with _reopened(ctx, "session/load") as loaded:
-        wire, response = loaded.wire, loaded.response
-        if not response.ok:
-            ctx.blocked_by("ACP-LOAD-001", f"session/load failed: {response.describe()}")
-        await wire.quiet(ctx.options.quiet_period)
-        answer_at = index_of(wire, response.line)
-        before = updates_between(wire, loaded.start, answer_at, loaded.session_id)
-        after = [
-            u
-            for u in updates_between(wire, answer_at + 1, None, loaded.session_id)
-            if update_kind(u) in HISTORY_UPDATES
-        ]
-        if after:
-            ctx.fail(
-                f"{len(after)} history update(s) ({update_kind(after[0])}, ...) arrived after the "
-                "session/load response: the whole replay must come before it"
-            )
-        if ctx.options.prompt not in _texts(before, "user_message_chunk"):
-            kinds = sorted({str(update_kind(u)) for u in before}) or ["none"]
-            ctx.fail(
-                f"session/load ({_ELSEWHERE}) did not replay the user's earlier prompt as "
-                f"user_message_chunk before answering (replayed update kinds: {', '.join(kinds)})"
-            )
+    loaded = await _reopened(ctx, "session/load")
+    wire, response = loaded.wire, loaded.answered()
+    if not response.ok:
+        ctx.blocked_by("ACP-LOAD-001", f"session/load failed: {response.describe()}")
+    answer_at = index_of(wire, response.line)
+    before = updates_between(wire, loaded.start, answer_at, loaded.session_id)
+    after = [
+        u
+        for u in updates_between(wire, answer_at + 1, loaded.settled, loaded.session_id)
+        if update_kind(u) in HISTORY_UPDATES
+    ]
+    if after:
+        ctx.fail(
+            f"{len(after)} history update(s) ({update_kind(after[0])}, ...) arrived after the "
+            "session/load response: the whole replay must come before it"
+        )
+    if ctx.options.prompt not in _texts(before, "user_message_chunk"):
+        kinds = sorted({str(update_kind(u)) for u in before}) or ["none"]
+        ctx.fail(
+            f"session/load ({_ELSEWHERE}) did not replay the user's earlier prompt as "
+            f"user_message_chunk before answering (replayed update kinds: {', '.join(kinds)})"
+        )
 
 
-@check("ACP-LOAD-003")
+@check("ACP-LOAD-003", shares="session/load", long=True)
 async def load_result_is_an_object(ctx: CheckContext) -> None:
-    async with _reopened(ctx, "session/load") as loaded:
-        response = loaded.response
-        if not response.ok:
-            ctx.blocked_by("ACP-LOAD-001", f"session/load failed: {response.describe()}")
-        if not isinstance(response.result, dict):
-            ctx.fail(f"session/load was answered with {response.describe()}, not an object")
+    response = (await _reopened(ctx, "session/load")).answered()
+    if not response.ok:
+        ctx.blocked_by("ACP-LOAD-001", f"session/load failed: {response.describe()}")
+    if not isinstance(response.result, dict):
+        ctx.fail(f"session/load was answered with {response.describe()}, not an object")
 
 
 @check("ACP-ADDDIRS-001")
@@ -151,35 +201,36 @@ async def load_of_unknown_session_fails(ctx: CheckContext) -> None:
         ctx.note(f"unknown session: {response.describe()}")
 
 
-@check("ACP-RESUME-001")
+@check("ACP-RESUME-001", shares="session/resume", long=True)
 async def resume_succeeds(ctx: CheckContext) -> None:
-    async with _reopened(ctx, "session/resume") as resumed:
-        if not resumed.response.ok:
-            ctx.fail(
-                f"session/resume of session {resumed.session_id!r} {_ELSEWHERE}, failed: "
-                f"{resumed.response.describe()}"
-            )
-        ctx.stop_reason(await ctx.prompt(resumed.wire, resumed.session_id))
+    resumed = await _reopened(ctx, "session/resume")
+    response = resumed.answered()
+    if not response.ok:
+        ctx.fail(
+            f"session/resume of session {resumed.session_id!r} {_ELSEWHERE}, failed: "
+            f"{response.describe()}"
+        )
+    _prompted(ctx, resumed)
 
 
-@check("ACP-RESUME-002")
+@check("ACP-RESUME-002", shares="session/resume", long=True)
 async def resume_does_not_replay(ctx: CheckContext) -> None:
-    async with _reopened(ctx, "session/resume") as resumed:
-        wire, response = resumed.wire, resumed.response
-        if not response.ok:
-            ctx.blocked_by("ACP-RESUME-001", f"session/resume failed: {response.describe()}")
-        replayed = [
-            u
-            for u in updates_between(
-                wire, resumed.start, index_of(wire, response.line), resumed.session_id
-            )
-            if update_kind(u) in HISTORY_UPDATES
-        ]
-        if replayed:
-            ctx.fail(
-                f"session/resume replayed {len(replayed)} history update(s) "
-                f"({update_kind(replayed[0])}, ...) before responding"
-            )
+    resumed = await _reopened(ctx, "session/resume")
+    wire, response = resumed.wire, resumed.answered()
+    if not response.ok:
+        ctx.blocked_by("ACP-RESUME-001", f"session/resume failed: {response.describe()}")
+    replayed = [
+        u
+        for u in updates_between(
+            wire, resumed.start, index_of(wire, response.line), resumed.session_id
+        )
+        if update_kind(u) in HISTORY_UPDATES
+    ]
+    if replayed:
+        ctx.fail(
+            f"session/resume replayed {len(replayed)} history update(s) "
+            f"({update_kind(replayed[0])}, ...) before responding"
+        )
 
 
 def _listed(response: Response) -> list[str]:

@@ -12,10 +12,12 @@ from typing import Any, NoReturn, cast
 import anyio
 
 from ..framework import CheckContext, check
-from ..wire import AgentWire, ClientSide, Response, WireError
+from ..wire import AgentWire, ClientSide, Response, WireError, WireTimeout
 from ._common import (
     ALL_CLIENT,
+    BASIC,
     HISTORY_UPDATES,
+    basic_run,
     index_of,
     sent_index,
     update_kind,
@@ -29,31 +31,26 @@ _PNG_1X1 = (
 _WAV_SILENCE = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQAAAAA="
 
 
-@check("ACP-PROMPT-001")
+@check("ACP-PROMPT-001", shares=BASIC)
 async def prompt_ends_with_a_stop_reason(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await ctx.ready(wire)
-        session_id = await ctx.new_session(wire)
-        reason = ctx.stop_reason(await ctx.prompt(wire, session_id))
-        ctx.note(f"stopReason {reason}")
+    _, exchange = (await basic_run(ctx)).exchanged()
+    ctx.note(f"stopReason {ctx.stop_reason(exchange.prompt)}")
 
 
-@check("ACP-PROMPT-002")
+@check("ACP-PROMPT-002", shares=BASIC)
 async def updates_carry_the_session_id(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await ctx.ready(wire)
-        session_id = await ctx.new_session(wire)
-        start = len(wire.lines)
-        response = await ctx.prompt(wire, session_id)
-        # The turn's updates all come before its response (prompt-turn.mdx): no wait after it.
-        updates = updates_between(wire, start, index_of(wire, response.line))
-        wrong = [u.get("sessionId") for u in updates if u.get("sessionId") != session_id]
-        if wrong:
-            ctx.fail(
-                f"{len(wrong)} of {len(updates)} session/update(s) during the turn carry session "
-                f"id {wrong[0]!r}, not the prompted {session_id!r}"
-            )
-        ctx.note(f"{len(updates)} update(s); prompt {response.describe()}")
+    run = await basic_run(ctx)
+    wire, exchange = run.exchanged()
+    session_id, start, response = exchange.session_id, run.prompt_start, exchange.prompt
+    # The turn's updates all come before its response (prompt-turn.mdx): no wait after it.
+    updates = updates_between(wire, start, index_of(wire, response.line))
+    wrong = [u.get("sessionId") for u in updates if u.get("sessionId") != session_id]
+    if wrong:
+        ctx.fail(
+            f"{len(wrong)} of {len(updates)} session/update(s) during the turn carry session "
+            f"id {wrong[0]!r}, not the prompted {session_id!r}"
+        )
+    ctx.note(f"{len(updates)} update(s); prompt {response.describe()}")
 
 
 _CONTENT_BLOCKS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -184,6 +181,9 @@ still running then is not about to end by itself, so a late non-cancelled answer
 agent's, not a race."""
 FIRST_UPDATE_WAIT = 5.0
 """Bound on the wait for a turn's first update (the cancel is sent anyway after it)."""
+AFTER_CLOSE = 5.0
+"""How long the interrupted prompt may stay unanswered once ``session/close`` has been
+answered (the session is gone for the agent then; its turn must have been cancelled)."""
 GRACE = 0.25
 """How long updates are watched for after the last cancelled turn's response (earlier
 rounds' sessions are watched until the check ends)."""
@@ -331,6 +331,7 @@ async def _interrupted_turn(
         else:
             close_id = await wire.start_request("session/close", {"sessionId": session_id})
             turn.sent_at = sent_index(wire, "session/close", close_id)
+            await _prompt_or_close_answered(wire, request_id, close_id, ctx.options.timeout)
         turn.response = await wire.wait_response(request_id)
     except WireError as exc:
         turn.error = str(exc)
@@ -340,6 +341,19 @@ async def _interrupted_turn(
         except WireError as exc:
             turn.close_error = str(exc)
     return turn
+
+
+async def _prompt_or_close_answered(
+    wire: AgentWire, prompt_id: Any, close_id: Any, timeout: float
+) -> None:
+    """Wait until the prompt is answered; once the close is answered, at most
+    :data:`AFTER_CLOSE` s more (:class:`WireTimeout` then: the answer is known not to come)."""
+    await wire.wait_for(lambda: wire.answered(prompt_id) or wire.answered(close_id), timeout)
+    closed = wire.answered(close_id) and not wire.answered(prompt_id)
+    if closed and not await wire.wait_for(lambda: wire.answered(prompt_id), AFTER_CLOSE):
+        raise WireTimeout(
+            f"the prompt was still unanswered {AFTER_CLOSE:g} s after session/close was answered"
+        )
 
 
 async def _follow_up(ctx: CheckContext, wire: AgentWire, turn: _Round) -> None:
@@ -458,7 +472,7 @@ def _latencies(wire: AgentWire, rounds: Iterable[_Round]) -> str:
     return f"{gaps[0]:.0f} ms" if len(gaps) == 1 else f"{gaps[0]:.0f}-{gaps[-1]:.0f} ms"
 
 
-@check("ACP-CANCEL-001")
+@check("ACP-CANCEL-001", long=True)
 async def cancel_ends_the_turn_cancelled(ctx: CheckContext) -> None:
     async with ctx.agent() as wire:
         await ctx.ready(wire)
@@ -494,7 +508,7 @@ def _answer(turn: _Round) -> str:
     return f"answered {turn.response.describe()}"
 
 
-@check("ACP-CANCEL-002")
+@check("ACP-CANCEL-002", long=True)
 async def no_update_after_the_cancelled_response(ctx: CheckContext) -> None:
     async with ctx.agent() as wire:
         await ctx.ready(wire)
@@ -643,7 +657,7 @@ def _follow_up_response(ctx: CheckContext, turn: _Round) -> Response:
     return turn.follow_up
 
 
-@check("ACP-CANCEL-003")
+@check("ACP-CANCEL-003", long=True)
 async def prompt_after_cancel_works(ctx: CheckContext) -> None:
     async with ctx.agent() as wire:
         await ctx.ready(wire)
@@ -710,7 +724,7 @@ def _leftover(cancelled: _Content, after: _Content, control: _Control) -> str | 
     return None
 
 
-@check("ACP-CANCEL-004")
+@check("ACP-CANCEL-004", long=True)
 async def the_turn_after_a_cancel_is_its_own(ctx: CheckContext) -> None:
     async with ctx.agent() as wire:
         await ctx.ready(wire)
@@ -828,7 +842,7 @@ async def _not_without_capability(
     ctx.note(f"offered {what}, the agent called {', '.join(calls)}; not offered, nothing")
 
 
-@check("ACP-CLIENTCAP-001")
+@check("ACP-CLIENTCAP-001", long=True)
 async def no_fs_without_the_capability(ctx: CheckContext) -> None:
     await _not_without_capability(
         ctx,
@@ -840,7 +854,7 @@ async def no_fs_without_the_capability(ctx: CheckContext) -> None:
     )
 
 
-@check("ACP-CLIENTCAP-002")
+@check("ACP-CLIENTCAP-002", long=True)
 async def no_terminal_without_the_capability(ctx: CheckContext) -> None:
     await _not_without_capability(
         ctx,
@@ -852,7 +866,7 @@ async def no_terminal_without_the_capability(ctx: CheckContext) -> None:
     )
 
 
-@check("ACP-CLIENTCAP-003")
+@check("ACP-CLIENTCAP-003", long=True)
 async def no_elicitation_without_the_capability(ctx: CheckContext) -> None:
     await _not_without_capability(
         ctx,

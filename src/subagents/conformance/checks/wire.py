@@ -7,7 +7,7 @@ from typing import Any, cast
 
 from ..framework import CheckContext, CheckInconclusive, check
 from ..wire import AgentWire, Line
-from ._common import basic_exchange, first_lines
+from ._common import BASIC, basic_run, first_lines
 
 
 def _fragments(wire: AgentWire) -> tuple[list[Line], list[list[Line]]]:
@@ -45,40 +45,37 @@ def _fragments(wire: AgentWire) -> tuple[list[Line], list[list[Line]]]:
     return stray, spread
 
 
-@check("ACP-TRANSPORT-001")
+@check("ACP-TRANSPORT-001", shares=BASIC)
 async def stdout_carries_only_messages(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await basic_exchange(ctx, wire)
-        stray, _ = _fragments(wire)
-        bad = stray + [line for line in wire.agent_lines() if line.json_ok and line.jsonrpc_problem]
-        if bad:
-            problems = {line.jsonrpc_problem or "not JSON" for line in bad}
-            ctx.fail(
-                f"{len(bad)} line(s) on stdout are not JSON-RPC messages "
-                f"({', '.join(sorted(problems))}): {first_lines(bad)}"
-            )
+    wire, _ = (await basic_run(ctx)).exchanged()
+    stray, _ = _fragments(wire)
+    bad = stray + [line for line in wire.agent_lines() if line.json_ok and line.jsonrpc_problem]
+    if bad:
+        problems = {line.jsonrpc_problem or "not JSON" for line in bad}
+        ctx.fail(
+            f"{len(bad)} line(s) on stdout are not JSON-RPC messages "
+            f"({', '.join(sorted(problems))}): {first_lines(bad)}"
+        )
 
 
-@check("ACP-TRANSPORT-002")
+@check("ACP-TRANSPORT-002", shares=BASIC)
 async def stdout_is_utf8(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await basic_exchange(ctx, wire)
-        bad = [line for line in wire.agent_lines() if not line.utf8]
-        if bad:
-            ctx.fail(f"{len(bad)} line(s) on stdout are not valid UTF-8: {first_lines(bad)}")
+    wire, _ = (await basic_run(ctx)).exchanged()
+    bad = [line for line in wire.agent_lines() if not line.utf8]
+    if bad:
+        ctx.fail(f"{len(bad)} line(s) on stdout are not valid UTF-8: {first_lines(bad)}")
 
 
-@check("ACP-TRANSPORT-003")
+@check("ACP-TRANSPORT-003", shares=BASIC)
 async def messages_have_no_embedded_newline(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await basic_exchange(ctx, wire)
-        _, spread = _fragments(wire)
-        if spread:
-            first = spread[0]
-            ctx.fail(
-                f"{len(spread)} message(s) were spread over several lines (embedded newlines); "
-                f"the first took {len(first)} lines starting {first[0].raw[:120]!r}"
-            )
+    wire, _ = (await basic_run(ctx)).exchanged()
+    _, spread = _fragments(wire)
+    if spread:
+        first = spread[0]
+        ctx.fail(
+            f"{len(spread)} message(s) were spread over several lines (embedded newlines); "
+            f"the first took {len(first)} lines starting {first[0].raw[:120]!r}"
+        )
 
 
 @check("ACP-JSONRPC-001")
@@ -211,26 +208,24 @@ async def connection_survives_errors(ctx: CheckContext) -> None:
             ctx.fail(f"after two erroneous requests, session/new failed: {response.describe()}")
 
 
-@check("ACP-SCHEMA-001")
+@check("ACP-SCHEMA-001", shares=BASIC)
 async def messages_validate_against_the_schema(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await basic_exchange(ctx, wire)
-        errors = [error for line in wire.agent_lines() for error in line.schema_errors]
-        if errors:
-            more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
-            ctx.fail("schema violations: " + "; ".join(errors[:5]) + more)
+    wire, _ = (await basic_run(ctx)).exchanged()
+    errors = [error for line in wire.agent_lines() for error in line.schema_errors]
+    if errors:
+        more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
+        ctx.fail("schema violations: " + "; ".join(errors[:5]) + more)
 
 
-@check("ACP-SCHEMA-002")
+@check("ACP-SCHEMA-002", shares=BASIC)
 async def no_fields_outside_the_schema(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await basic_exchange(ctx, wire)
-        extra = [found for line in wire.agent_lines() for found in line.unknown_fields]
-        unstable = sorted({found for line in wire.agent_lines() for found in line.unstable_fields})
-        if unstable:  # opt-in draft features: recorded (informational), never a finding
-            ctx.note("unstable schema used: " + "; ".join(unstable[:5]))
-        if extra:
-            ctx.fail("; ".join(sorted(set(extra))[:5]))
+    wire, _ = (await basic_run(ctx)).exchanged()
+    extra = [found for line in wire.agent_lines() for found in line.unknown_fields]
+    unstable = sorted({found for line in wire.agent_lines() for found in line.unstable_fields})
+    if unstable:  # opt-in draft features: recorded (informational), never a finding
+        ctx.note("unstable schema used: " + "; ".join(unstable[:5]))
+    if extra:
+        ctx.fail("; ".join(sorted(set(extra))[:5]))
 
 
 @check("ACP-ERROR-001")

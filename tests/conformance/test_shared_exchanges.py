@@ -1,0 +1,121 @@
+"""Checks that judge the same exchange share one agent process (issue 16, point 3: fast).
+
+The transport, schema, stderr, initialize-result, session, prompt and shutdown checks all judge
+an ordinary exchange; the load and resume checks each judge one reopened session. Each such
+exchange runs once per run (once more only for the retry of an inconclusive attempt), and its
+checks run one after the other in one job, so a run starts far fewer agent processes.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from subagents.conformance.framework import LONG, SHARES, Options, SharedExchanges
+from subagents.conformance.requirements import REQUIREMENTS
+from subagents.conformance.runner import Status, batches, run_suite
+
+pytestmark = pytest.mark.anyio
+
+BASIC = sorted(i for i, key in SHARES.items() if key == "basic")
+LOAD = sorted(i for i, key in SHARES.items() if key == "session/load")
+
+
+def _counting_reference(tmp_path: Path) -> tuple[tuple[str, ...], Path]:
+    """The reference agent behind a script that appends a line to a file at each start."""
+    starts = tmp_path / "starts"
+    script = tmp_path / "counting-agent.sh"
+    script.write_text(
+        f'#!/bin/sh\necho started >> "{starts}"\nexec "{sys.executable}" -m '
+        "subagents.agents.reference\n"
+    )
+    script.chmod(0o755)
+    return (str(script),), starts
+
+
+def test_checks_that_share_an_exchange_form_one_batch_started_first() -> None:
+    """Every check of a shared exchange is in the same batch; the shared batches and the long
+    checks come before the short ones, which keep the registry's order."""
+    jobs = batches(REQUIREMENTS.values())
+    for key in set(SHARES.values()):
+        holding = [b for b in jobs if any(SHARES.get(r.id) == key for r in b)]
+        assert len(holding) == 1
+        assert {r.id for r in holding[0]} == {i for i, k in SHARES.items() if k == key}
+    first_short = next(
+        n for n, b in enumerate(jobs) if not any(r.id in LONG or r.id in SHARES for r in b)
+    )
+    assert all(len(b) == 1 and b[0].id not in LONG for b in jobs[first_short:])
+    short = [b[0].id for b in jobs[first_short:]]
+    assert short == [i for i in REQUIREMENTS if i not in LONG and i not in SHARES]
+    assert len(BASIC) >= 10
+
+
+async def test_a_shared_exchange_is_made_once_per_attempt() -> None:
+    """Concurrent askers of one key get what the first ``make`` returned; the retry of an
+    inconclusive attempt (attempt 2) gets a fresh one."""
+    shared = SharedExchanges()
+    made: list[int] = []
+
+    async def make() -> int:
+        made.append(len(made))
+        await anyio.sleep(0.01)
+        return len(made)
+
+    got: list[int] = []
+
+    async def ask(attempt: int) -> None:
+        got.append(await shared.get("basic", attempt, make))
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(3):
+            tg.start_soon(ask, 1)
+    assert got == [1, 1, 1]
+    assert await shared.get("basic", 2, make) == 2
+    assert made == [0, 1]
+
+
+async def test_one_shared_exchange_does_not_wait_for_another() -> None:
+    """While one key's exchange is being made, another key's is made and handed out."""
+    shared = SharedExchanges()
+    release = anyio.Event()
+
+    async def slow() -> str:
+        await release.wait()
+        return "load"
+
+    async def fast() -> str:
+        return "basic"
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(shared.get, "session/load", 1, slow)
+        await anyio.sleep(0)
+        with anyio.fail_after(5):
+            assert await shared.get("basic", 1, fast) == "basic"
+        release.set()
+
+
+async def test_the_ordinary_exchange_checks_start_one_agent_process(tmp_path: Path) -> None:
+    """The checks of the ordinary exchange (transport, schema, initialize result, session,
+    prompt, stderr, shutdown) judge the reference agent with one process beside the probe,
+    and ACP-SHUTDOWN-003 with one of its own (it needs an MCP server); all of them pass."""
+    command, starts = _counting_reference(tmp_path)
+    only = [i for i in BASIC if i != "ACP-SHUTDOWN-003"]
+    report = await run_suite(Options(command=command, cwd=tmp_path), only=only)
+    assert {r.requirement.id: r.status for r in report.results} == {
+        i: Status.INFO if REQUIREMENTS[i].tier.value == "informational" else Status.PASS
+        for i in only
+    }
+    assert starts.read_text().count("started") == 2  # the probe, the shared exchange
+
+
+async def test_the_load_checks_share_one_reopened_session(tmp_path: Path) -> None:
+    """ACP-LOAD-001..003 judge one session made by a first process and loaded by a second:
+    three processes in all with the probe, not seven."""
+    command, starts = _counting_reference(tmp_path)
+    report = await run_suite(Options(command=command, cwd=tmp_path), only=LOAD)
+    assert [r.status for r in report.results] == [Status.PASS] * len(LOAD)
+    assert len(LOAD) == 3
+    assert starts.read_text().count("started") == 3

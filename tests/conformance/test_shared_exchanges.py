@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from subagents.conformance.framework import LONG, SHARES, Options, SharedExchanges
@@ -91,7 +92,7 @@ async def test_one_shared_exchange_does_not_wait_for_another() -> None:
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(shared.get, "session/load", 1, slow)
-        await anyio.sleep(0)
+        await anyio.lowlevel.checkpoint()
         with anyio.fail_after(5):
             assert await shared.get("basic", 1, fast) == "basic"
         release.set()

@@ -373,15 +373,12 @@ Judge = Callable[[_Round], str | None]
 fails the check when it does not hold."""
 
 
-async def _rounds(
-    ctx: CheckContext, wire: AgentWire, how: str, judge: Judge, *, follow_up: bool = False
-) -> tuple[list[_Round], list[_Round]]:
-    """``Options.cancel_rounds`` interrupted turns, each judged as it ends (a failure ends the
-    check at once); returns (every round, the judged ones). Skips, naming the real cause,
-    when no round could be judged."""
+async def _interrupted_rounds(
+    ctx: CheckContext, wire: AgentWire, how: str, *, follow_up: bool = False
+) -> list[_Round]:
+    """``Options.cancel_rounds`` interrupted turns (each cancelled turn followed by the
+    ordinary prompt with ``follow_up``); stops early when a turn is not answered."""
     rounds: list[_Round] = []
-    judged: list[_Round] = []
-    unjudged: list[str] = []
     silent = False
     for number in range(1, max(1, ctx.options.cancel_rounds) + 1):
         turn = await _interrupted_turn(ctx, wire, number, how, silent=silent)
@@ -389,13 +386,24 @@ async def _rounds(
         silent = silent or turn.waited_out
         if follow_up and turn.cancelled(wire):
             await _follow_up(ctx, wire, turn)
+        if turn.error is not None:
+            break  # the agent is stuck in that turn: later rounds would only wait
+    return rounds
+
+
+def _judge_rounds(
+    ctx: CheckContext, wire: AgentWire, rounds: list[_Round], judge: Judge
+) -> list[_Round]:
+    """Judge each round (a failure ends the check); returns the judged ones. Skips, naming
+    the real cause, when no round could be judged."""
+    judged: list[_Round] = []
+    unjudged: list[str] = []
+    for turn in rounds:
         why = judge(turn)
         if why is None:
             judged.append(turn)
         else:
             unjudged.append(f"{turn.name}: {why}")
-        if turn.error is not None:
-            break  # the agent is stuck in that turn: later rounds would only wait
     if not judged:
         for turn in rounds:
             if turn.error is not None:
@@ -403,7 +411,58 @@ async def _rounds(
         _none_judged(ctx, wire, rounds, unjudged)
     if unjudged:
         ctx.note(f"{len(unjudged)} round(s) not judged: {'; '.join(unjudged)}")
-    return rounds, judged
+    return judged
+
+
+@dataclass
+class _CancelRounds:
+    """The cancelled turns several cancel checks judge: one agent process, (with follow-ups)
+    a control session, then :func:`_interrupted_rounds`."""
+
+    wire: AgentWire | None = None
+    rounds: list[_Round] = field(default_factory=list[_Round])
+    control: _Control | None = None
+    error: Exception | None = None
+
+
+async def _cancel_rounds(
+    ctx: CheckContext, *, follow_up: bool
+) -> tuple[AgentWire, list[_Round], _Control | None]:
+    """The run's shared cancelled turns: without follow-ups (ACP-CANCEL-001/002: what comes
+    after a cancelled answer is the cancelled turn's, watched until the check ends), or with
+    them and a two-turn control session (ACP-CANCEL-003/004)."""
+
+    async def make() -> _CancelRounds:
+        run = _CancelRounds()
+        try:
+            async with ctx.agent() as wire:
+                run.wire = wire
+                await ctx.ready(wire)
+                if follow_up:
+                    run.control = await _control(ctx, wire, 2)
+                run.rounds = await _interrupted_rounds(
+                    ctx, wire, "session/cancel", follow_up=follow_up
+                )
+                # Each round has its own session, so an earlier round's late updates are
+                # watched while the later rounds run; the last one gets a short grace.
+                await wire.quiet(GRACE)
+        except Exception as exc:  # recorded: every sharing check re-raises it
+            run.error = exc
+        return run
+
+    run = await ctx.shared(CANCEL_FOLLOWED if follow_up else CANCEL, make)
+    if run.wire is not None:
+        ctx.adopt(run.wire)
+    if run.error is not None:
+        raise run.error
+    assert run.wire is not None
+    return run.wire, run.rounds, run.control
+
+
+CANCEL = "session/cancel"
+"""The key of the shared cancelled turns without follow-ups."""
+CANCEL_FOLLOWED = "session/cancel, then a prompt"
+"""The key of the shared cancelled turns with follow-ups."""
 
 
 def _none_judged(
@@ -472,19 +531,16 @@ def _latencies(wire: AgentWire, rounds: Iterable[_Round]) -> str:
     return f"{gaps[0]:.0f} ms" if len(gaps) == 1 else f"{gaps[0]:.0f}-{gaps[-1]:.0f} ms"
 
 
-@check("ACP-CANCEL-001", long=True)
+@check("ACP-CANCEL-001", shares=CANCEL, long=True)
 async def cancel_ends_the_turn_cancelled(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await ctx.ready(wire)
-        rounds, judged = await _rounds(
-            ctx, wire, "session/cancel", lambda turn: _judge_interrupted(ctx, wire, turn)
-        )
-        # "SHOULD stop ... as soon as possible": how soon is recorded (not judged: it depends
-        # on the machine and on what the agent was doing).
-        ctx.note(
-            f"answered cancelled {_latencies(wire, judged)} after session/cancel, in "
-            f"{len(judged)} of {len(rounds)} round(s)"
-        )
+    wire, rounds, _ = await _cancel_rounds(ctx, follow_up=False)
+    judged = _judge_rounds(ctx, wire, rounds, lambda turn: _judge_interrupted(ctx, wire, turn))
+    # "SHOULD stop ... as soon as possible": how soon is recorded (not judged: it depends
+    # on the machine and on what the agent was doing).
+    ctx.note(
+        f"answered cancelled {_latencies(wire, judged)} after session/cancel, in "
+        f"{len(judged)} of {len(rounds)} round(s)"
+    )
 
 
 def _cancelled_turn(wire: AgentWire, turn: _Round) -> str | None:
@@ -508,39 +564,34 @@ def _answer(turn: _Round) -> str:
     return f"answered {turn.response.describe()}"
 
 
-@check("ACP-CANCEL-002", long=True)
+@check("ACP-CANCEL-002", shares=CANCEL, long=True)
 async def no_update_after_the_cancelled_response(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await ctx.ready(wire)
-        rounds, judged = await _rounds(
-            ctx, wire, "session/cancel", lambda turn: _cancelled_turn(wire, turn)
+    wire, rounds, _ = await _cancel_rounds(ctx, follow_up=False)
+    judged = _judge_rounds(ctx, wire, rounds, lambda turn: _cancelled_turn(wire, turn))
+    # An earlier round's late updates were watched while the later rounds ran (up to
+    # the next prompt for the same id, should the agent hand out one id twice).
+    late: list[tuple[_Round, list[str]]] = []
+    for turn in judged:
+        assert turn.response is not None
+        after = index_of(wire, turn.response.line) + 1
+        same = [r.prompt_at for r in rounds if r.session_id == turn.session_id]
+        end = min((at for at in same if at > after), default=None)
+        kinds = [
+            str(update_kind(u))
+            for u in updates_between(wire, after, end, turn.session_id)
+            if update_kind(u) not in SESSION_STATE_UPDATES
+        ]
+        if kinds:
+            late.append((turn, kinds))
+    if late:
+        turn, kinds = late[0]
+        rounds_ = ", ".join(str(t.number) for t, _ in late)
+        ctx.fail(
+            f"session/update(s) of the cancelled turn arrived after the prompt's response in "
+            f"{len(late)} of {len(judged)} round(s) ({rounds_}); {turn.name}: "
+            f"{len(kinds)}, {', '.join(kinds[:5])}"
         )
-        # Each round has its own session, so an earlier round's late updates are watched
-        # while the later rounds run (up to the next prompt for the same id, should the agent
-        # hand out one id twice); the last one gets a short grace.
-        await wire.quiet(GRACE)
-        late: list[tuple[_Round, list[str]]] = []
-        for turn in judged:
-            assert turn.response is not None
-            after = index_of(wire, turn.response.line) + 1
-            same = [r.prompt_at for r in rounds if r.session_id == turn.session_id]
-            end = min((at for at in same if at > after), default=None)
-            kinds = [
-                str(update_kind(u))
-                for u in updates_between(wire, after, end, turn.session_id)
-                if update_kind(u) not in SESSION_STATE_UPDATES
-            ]
-            if kinds:
-                late.append((turn, kinds))
-        if late:
-            turn, kinds = late[0]
-            rounds_ = ", ".join(str(t.number) for t, _ in late)
-            ctx.fail(
-                f"session/update(s) of the cancelled turn arrived after the prompt's response in "
-                f"{len(late)} of {len(judged)} round(s) ({rounds_}); {turn.name}: "
-                f"{len(kinds)}, {', '.join(kinds[:5])}"
-            )
-        ctx.note(f"no late update in {len(judged)} cancelled turn(s)")
+    ctx.note(f"no late update in {len(judged)} cancelled turn(s)")
 
 
 # -- the turn after a cancelled one -----------------------------------------------------------
@@ -657,42 +708,41 @@ def _follow_up_response(ctx: CheckContext, turn: _Round) -> Response:
     return turn.follow_up
 
 
-@check("ACP-CANCEL-003", long=True)
+@check("ACP-CANCEL-003", shares=CANCEL_FOLLOWED, long=True)
 async def prompt_after_cancel_works(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await ctx.ready(wire)
-        control = await _control(ctx, wire, 1)
+    wire, rounds, control = await _cancel_rounds(ctx, follow_up=True)
+    assert control is not None
 
-        def judge(turn: _Round) -> str | None:
-            why = _cancel_not_judged(ctx, wire, turn)
-            if why is not None:
-                return why
-            response = _follow_up_response(ctx, turn)
-            if not response.ok:
-                ctx.fail(
-                    f"{turn.name}: after the cancelled turn the next prompt failed: "
-                    f"{response.describe()}"
-                )
-            reason = ctx.stop_reason(response)
-            if reason == "cancelled" and control.stop_reason != "cancelled":
-                ctx.fail(
-                    f"{turn.name}: the next prompt, never cancelled, was answered stopReason "
-                    f'"cancelled" (the same prompt in a fresh session ends '
-                    f"{control.stop_reason!r}): the cancel outlived its turn"
-                )
-            after = _content(
-                wire, turn.session_id, cast(int, turn.follow_up_at), index_of(wire, response.line)
+    def judge(turn: _Round) -> str | None:
+        why = _cancel_not_judged(ctx, wire, turn)
+        if why is not None:
+            return why
+        response = _follow_up_response(ctx, turn)
+        if not response.ok:
+            ctx.fail(
+                f"{turn.name}: after the cancelled turn the next prompt failed: "
+                f"{response.describe()}"
             )
-            if after.updates == 0 and control.first.text.strip():
-                ctx.fail(
-                    f"{turn.name}: the next prompt was answered {reason!r} without a single "
-                    "update, where the same prompt in a fresh session gets an answer "
-                    f"({control.first.text[:80]!r})"
-                )
-            return None
+        reason = ctx.stop_reason(response)
+        if reason == "cancelled" and control.stop_reason != "cancelled":
+            ctx.fail(
+                f"{turn.name}: the next prompt, never cancelled, was answered stopReason "
+                f'"cancelled" (the same prompt in a fresh session ends '
+                f"{control.stop_reason!r}): the cancel outlived its turn"
+            )
+        after = _content(
+            wire, turn.session_id, cast(int, turn.follow_up_at), index_of(wire, response.line)
+        )
+        if after.updates == 0 and control.first.text.strip():
+            ctx.fail(
+                f"{turn.name}: the next prompt was answered {reason!r} without a single "
+                "update, where the same prompt in a fresh session gets an answer "
+                f"({control.first.text[:80]!r})"
+            )
+        return None
 
-        rounds, judged = await _rounds(ctx, wire, "session/cancel", judge, follow_up=True)
-        ctx.note(f"the next prompt worked after {len(judged)} of {len(rounds)} cancelled turn(s)")
+    judged = _judge_rounds(ctx, wire, rounds, judge)
+    ctx.note(f"the next prompt worked after {len(judged)} of {len(rounds)} cancelled turn(s)")
 
 
 MIN_LEFTOVER = 12
@@ -724,48 +774,46 @@ def _leftover(cancelled: _Content, after: _Content, control: _Control) -> str | 
     return None
 
 
-@check("ACP-CANCEL-004", long=True)
+@check("ACP-CANCEL-004", shares=CANCEL_FOLLOWED, long=True)
 async def the_turn_after_a_cancel_is_its_own(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await ctx.ready(wire)
-        control = await _control(ctx, wire, 2)
+    wire, rounds, control = await _cancel_rounds(ctx, follow_up=True)
+    assert control is not None
 
-        def judge(turn: _Round) -> str | None:
-            why = _cancel_not_judged(ctx, wire, turn)
-            if why is not None:
-                return why
-            response = turn.follow_up
-            if response is None or not response.ok:
-                what = turn.follow_up_error if response is None else response.describe()
-                ctx.blocked_by(
-                    "ACP-CANCEL-003", f"{turn.name}: the next prompt was not answered ({what})"
-                )
-            assert turn.response is not None
-            cancelled = _content(
-                wire, turn.session_id, turn.prompt_at, index_of(wire, turn.response.line)
+    def judge(turn: _Round) -> str | None:
+        why = _cancel_not_judged(ctx, wire, turn)
+        if why is not None:
+            return why
+        response = turn.follow_up
+        if response is None or not response.ok:
+            what = turn.follow_up_error if response is None else response.describe()
+            ctx.blocked_by(
+                "ACP-CANCEL-003", f"{turn.name}: the next prompt was not answered ({what})"
             )
-            if cancelled.empty:
-                return "the cancelled turn said nothing that could show up later"
-            after = _content(
-                wire, turn.session_id, cast(int, turn.follow_up_at), index_of(wire, response.line)
+        assert turn.response is not None
+        cancelled = _content(
+            wire, turn.session_id, turn.prompt_at, index_of(wire, turn.response.line)
+        )
+        if cancelled.empty:
+            return "the cancelled turn said nothing that could show up later"
+        after = _content(
+            wire, turn.session_id, cast(int, turn.follow_up_at), index_of(wire, response.line)
+        )
+        if how := _leftover(cancelled, after, control):
+            ctx.fail(
+                f"{turn.name}: the next turn's answer carries the cancelled turn's content: {how}"
             )
-            if how := _leftover(cancelled, after, control):
-                ctx.fail(
-                    f"{turn.name}: the next turn's answer carries the cancelled turn's "
-                    f"content: {how}"
-                )
-            return None
+        return None
 
-        rounds, judged = await _rounds(ctx, wire, "session/cancel", judge, follow_up=True)
-        guard = (
-            " (judged on message and tool call ids only: the agent repeats earlier answers)"
-            if control.quotes_history
-            else ""
-        )
-        ctx.note(
-            f"the next turn had its own answer after {len(judged)} of {len(rounds)} cancelled "
-            f"turn(s){guard}"
-        )
+    judged = _judge_rounds(ctx, wire, rounds, judge)
+    guard = (
+        " (judged on message and tool call ids only: the agent repeats earlier answers)"
+        if control.quotes_history
+        else ""
+    )
+    ctx.note(
+        f"the next turn had its own answer after {len(judged)} of {len(rounds)} cancelled "
+        f"turn(s){guard}"
+    )
 
 
 @check("ACP-CLOSE-002")
@@ -781,7 +829,8 @@ async def close_cancels_the_running_turn(ctx: CheckContext) -> None:
                 )
             return why
 
-        rounds, judged = await _rounds(ctx, wire, "session/close", judge)
+        rounds = await _interrupted_rounds(ctx, wire, "session/close")
+        judged = _judge_rounds(ctx, wire, rounds, judge)
         ctx.note(
             f"answered cancelled {_latencies(wire, judged)} after session/close, in "
             f"{len(judged)} of {len(rounds)} round(s)"

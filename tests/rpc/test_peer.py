@@ -648,6 +648,36 @@ async def test_the_notification_buffer_is_bounded() -> None:
     assert delivered == [[i] for i in range(50)]
 
 
+async def test_a_request_is_handled_only_after_the_notifications_before_it() -> None:
+    """ACP tool calls: the agent sends the ``tool_call`` update, then asks permission for it;
+    the client's permission handler already knows the tool call (the notifications received
+    before a request are handled before its handler starts), however slow the update handler."""
+    router = Router()
+    handled: list[JsonValue] = []
+
+    async def on_update(params: JsonValue) -> None:
+        await anyio.sleep(0.01)  # a slow handler: the request is read long before it is done
+        handled.append(params)
+
+    async def on_permission(params: JsonValue) -> JsonValue:
+        return {"updates_known": len(handled)}
+
+    router.on_notification("session/update", on_update)
+    router.on_request("session/request_permission", on_permission)
+    async with peer_and_wire(router) as (_, wire):
+        lines = [
+            json.dumps({"jsonrpc": "2.0", "method": "session/update", "params": [i]})
+            for i in range(5)
+        ]
+        lines.append(
+            json.dumps({"jsonrpc": "2.0", "id": 1, "method": "session/request_permission"})
+        )
+        await wire.write("\n".join(lines).encode() + b"\n")
+        with anyio.fail_after(5):
+            answer = await wire.read()
+    assert answer == {"jsonrpc": "2.0", "id": 1, "result": {"updates_known": 5}}
+
+
 async def test_a_result_is_returned_only_after_the_notifications_before_it_were_handled() -> None:
     """ACP prompt turn: a client sees every update of a turn before the turn's result."""
     router = Router()

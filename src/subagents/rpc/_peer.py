@@ -86,7 +86,8 @@ class _Worker:
     __slots__ = ("job", "wake")
 
     def __init__(self) -> None:
-        self.job: tuple[Request, anyio.CancelScope] | None = None
+        self.job: tuple[Request, anyio.CancelScope, int] | None = None
+        """The request, its cancel scope, and how many notifications came before it."""
         self.wake = anyio.Event()
 
 
@@ -98,7 +99,9 @@ class Peer:
     received are dispatched through a :class:`Router`: requests run concurrently (up to
     ``max_concurrent_requests``; beyond that the peer stops reading until one finishes),
     notifications run one at a time, in arrival order, on their own task so that a slow
-    notification handler never holds up responses.
+    notification handler never holds up responses. A request's handler starts only once the
+    notifications received before the request have been handled (an ACP client knows the
+    ``tool_call`` update before the permission request about that tool call).
 
     Every malformed line is answered as JSON-RPC asks (``-32700`` for unparseable lines,
     ``-32600`` for invalid requests and batches, with ``id: null`` when no id could be read)
@@ -223,9 +226,13 @@ class Peer:
         if inside is not None and inside < barrier:
             # Called from a notification handler: only the notifications before it count.
             barrier = inside
-        if self._notes_handled < barrier:
+        await self._notifications_handled(barrier)
+
+    async def _notifications_handled(self, count: int) -> None:
+        """Wait until the first ``count`` notifications received have been handled."""
+        if self._notes_handled < count:
             ready = anyio.Event()
-            heapq.heappush(self._barriers, (barrier, next(self._barrier_order), ready))
+            heapq.heappush(self._barriers, (count, next(self._barrier_order), ready))
             await ready.wait()
 
     def _release_barriers(self, *, everything: bool = False) -> None:
@@ -460,12 +467,12 @@ class Peer:
         self._inbound[request.id] = scope
         if self._idle:
             worker = self._idle.pop()
-            worker.job = (request, scope)
+            worker.job = (request, scope, self._notes_received)
             worker.wake.set()
         else:
             self._workers += 1
             worker = _Worker()
-            worker.job = (request, scope)
+            worker.job = (request, scope, self._notes_received)
             tg.start_soon(self._work, worker)
 
     async def _work(self, worker: _Worker) -> None:
@@ -486,9 +493,11 @@ class Peer:
             if worker in self._idle:
                 self._idle.remove(worker)
 
-    async def _handle_request(self, request: Request, scope: anyio.CancelScope) -> None:
+    async def _handle_request(
+        self, request: Request, scope: anyio.CancelScope, notifications_before: int
+    ) -> None:
         try:
-            response = await self._answer(request, scope)
+            response = await self._answer(request, scope, notifications_before)
             try:
                 try:
                     await self._write(response)
@@ -504,9 +513,10 @@ class Peer:
                 self._handlers_done.set()
 
     async def _answer(
-        self, request: Request, scope: anyio.CancelScope
+        self, request: Request, scope: anyio.CancelScope, notifications_before: int
     ) -> SuccessResponse | ErrorResponse:
-        """Run the handler; the one place where exceptions become wire errors."""
+        """Run the handler (once the notifications before the request have been handled);
+        the one place where exceptions become wire errors."""
         route = self._router.request_route(request.method)
         if route is None:
             return ErrorResponse(request.id, RPCError.method_not_found(request.method).error)
@@ -518,6 +528,7 @@ class Peer:
         result: object = None
         with scope:
             try:
+                await self._notifications_handled(notifications_before)
                 result = await route.handler(params)
             except RPCError as exc:
                 return ErrorResponse(request.id, exc.error)

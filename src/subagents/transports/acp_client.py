@@ -21,7 +21,9 @@ What it takes care of:
   ``session/request_permission`` of that session with the ``cancelled`` outcome (a MUST of the
   spec that the official SDK leaves to its users);
 - permission requests are answered by a policy (default :func:`reject_policy`: pick a reject
-  option), never left unanswered;
+  option), never left unanswered; a policy that raises (or answers something that is not an
+  outcome) is a deny, logged with its traceback: a reject option the agent offered, else
+  ``cancelled`` (issue 19: the same for every transport);
 - ``fs/*`` and ``terminal/*`` are off (advertised false) unless an opt-in sandbox is given;
 - "void" results are accepted as ``null`` or ``{}``;
 - when the agent process dies, pending calls fail at once with
@@ -51,6 +53,7 @@ from ..protocol.errors import RemoteProtocolError
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
 from ..protocol.jsonrpc import JsonValue
 from ..rpc import ConnectionClosedError, Peer, Router, RPCError, open_peer
+from ._policy import call_policy, policy_name
 from .process import AgentProcess, exit_reason_for, exited_while_open, open_agent_process
 
 __all__ = (
@@ -135,12 +138,27 @@ def _select(request: acp.RequestPermissionRequest, kinds: Sequence[str]) -> str 
     return None
 
 
-async def reject_policy(request: acp.RequestPermissionRequest) -> acp.RequestPermissionOutcome:
-    """The default policy: pick a reject option (once, else always); none offered: cancelled."""
+def _reject_outcome(request: acp.RequestPermissionRequest) -> acp.RequestPermissionOutcome:
+    """Deny: a reject option the agent offered (once, else always); none offered: cancelled."""
     option_id = _select(request, ("reject_once", "reject_always"))
     if option_id is None:
         return _outcome_cancelled()
     return acp.SelectedRequestPermissionOutcome(option_id=option_id)
+
+
+def _permission_asked(request: acp.RequestPermissionRequest) -> str:
+    """The permission asked for, as a log names it."""
+    call = request.tool_call
+    title = "" if call.title is None else f" {call.title!r}"
+    return (
+        f"session/request_permission for tool call {call.tool_call_id!r}{title} "
+        f"(session {request.session_id!r})"
+    )
+
+
+async def reject_policy(request: acp.RequestPermissionRequest) -> acp.RequestPermissionOutcome:
+    """The default policy: pick a reject option (once, else always); none offered: cancelled."""
+    return _reject_outcome(request)
 
 
 async def allow_policy(request: acp.RequestPermissionRequest) -> acp.RequestPermissionOutcome:
@@ -606,10 +624,27 @@ class _ClientHandlers:
             if turn is not None:
                 turn._permission_scopes.add(scope)  # pyright: ignore[reportPrivateUsage]
             try:
-                outcome = await self.policy(request)
+                decided = await call_policy(
+                    self.policy, request, logger=logger, asked=_permission_asked(request)
+                )
             finally:
                 if turn is not None:
                     turn._permission_scopes.discard(scope)  # pyright: ignore[reportPrivateUsage]
+            if decided is None:  # the policy raised (logged): deny
+                outcome = _reject_outcome(request)
+            elif not isinstance(  # pyright: ignore[reportUnnecessaryIsInstance]
+                decided,
+                (acp.SelectedRequestPermissionOutcome, acp.CancelledRequestPermissionOutcome),
+            ):
+                logger.error(
+                    "permission policy %s answered %r on %s; answering deny",
+                    policy_name(self.policy),
+                    decided,
+                    _permission_asked(request),
+                )
+                outcome = _reject_outcome(request)
+            else:
+                outcome = decided
         if scope.cancelled_caught:
             outcome = _outcome_cancelled()
         return acp.RequestPermissionResponse(outcome=outcome)

@@ -20,7 +20,8 @@ on the real CLI 2.1.332, ``claude.md``). What this client takes care of:
 - the ``initialize`` control request first; a CLI that exits before answering raises
   :class:`ClaudeStartupError` naming the exit status and the stderr tail;
 - control requests from the CLI are always answered: ``can_use_tool`` by the permission
-  policy (default: deny; a policy that fails means deny), ``hook_callback`` by the hook
+  policy (default: deny; a policy that raises is a deny, logged with its traceback, as in
+  every transport: issue 19), ``hook_callback`` by the hook
   registered under its id, anything else with an error; ``control_cancel_request`` drops the
   pending answer; control responses are matched to our requests by ``request_id``;
 - stdout lines up to :data:`DEFAULT_MAX_LINE_BYTES` (16 MiB; the official SDK's 1 MiB breaks
@@ -51,6 +52,7 @@ import anyio
 import anyio.abc
 
 from ..protocol.jsonrpc import JsonObject, JsonValue
+from ._policy import call_policy
 from .process import (
     BASE_ENV_VARS,
     AgentProcess,
@@ -314,6 +316,11 @@ ClaudePermissionPolicy: TypeAlias = Callable[
     [ToolPermissionRequest], Awaitable[AllowTool | DenyTool]
 ]
 """``async def policy(request) -> AllowTool | DenyTool``."""
+
+
+def _tool_asked(label: str, request: ToolPermissionRequest) -> str:
+    """The permission asked for, as a log names it."""
+    return f"claude {label!r}: can_use_tool {request.tool_name!r} (tool use {request.tool_use_id})"
 
 
 async def deny_tools_policy(request: ToolPermissionRequest) -> AllowTool | DenyTool:
@@ -989,11 +996,11 @@ class ClaudeConnection:
             raw=request,
         )
         policy = self._policy or deny_tools_policy
-        try:
-            decision = await policy(asked)
-        except Exception as exc:
-            logger.warning("claude %r: permission policy failed, denying: %r", self._label, exc)
-            decision = DenyTool(f"permission policy failed: {exc}")
+        decision = await call_policy(
+            policy, asked, logger=logger, asked=_tool_asked(self._label, asked)
+        )
+        if decision is None:  # it raised, logged: a policy that raises is a deny
+            decision = DenyTool("permission policy failed")
         if isinstance(decision, AllowTool):
             updated = decision.updated_input if decision.updated_input is not None else tool_input
             return {"behavior": "allow", "updatedInput": updated}

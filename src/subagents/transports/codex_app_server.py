@@ -25,8 +25,9 @@ of (the facts are in the project's research note on the real 0.171.0 binary):
   deltas, plan updates and plan deltas, items started and completed (commands, file changes,
   messages, reasoning), errors, token usage; anything else is an :class:`OtherEvent`;
 - every server request is answered: the two approval requests by an :data:`ApprovalPolicy`
-  (default :func:`decline_policy`; a policy that fails, or takes longer than
-  :data:`APPROVAL_TIMEOUT` seconds, means ``decline``), every other one with a JSON-RPC error
+  (default :func:`decline_policy`; a policy that raises (logged with its traceback), answers
+  nonsense, or takes longer than :data:`APPROVAL_TIMEOUT` seconds, means ``decline``, as in
+  every transport: issue 19), every other one with a JSON-RPC error
   (the server would otherwise wait forever);
 - ``-32001`` (server overloaded) is retried with bounded exponential backoff;
 - a turn whose ``turn/completed`` never comes (a known upstream bug) is reconciled through
@@ -62,6 +63,7 @@ from ..protocol import codex
 from ..protocol.codex import methods
 from ..protocol.jsonrpc import ErrorCode, JsonValue
 from ..rpc import ConnectionClosedError, Peer, Router, RPCError, open_peer
+from ._policy import call_policy, policy_name
 from .process import AgentProcess, exit_reason_for, exited_while_open, open_agent_process
 
 __all__ = (
@@ -167,6 +169,15 @@ class ApprovalRequest:
 
 ApprovalPolicy: TypeAlias = Callable[[ApprovalRequest], Awaitable[Decision]]
 """``async def policy(request) -> Decision``: decides an approval request."""
+
+
+def _approval_asked(request: ApprovalRequest) -> str:
+    """The approval asked for, as a log names it."""
+    what = f" {request.command!r}" if request.command is not None else ""
+    return (
+        f"{request.method}{what} (item {request.item_id}, turn {request.turn_id}, "
+        f"thread {request.thread_id})"
+    )
 
 
 async def decline_policy(request: ApprovalRequest) -> Decision:
@@ -988,12 +999,16 @@ class CodexConnection:
     async def _decide(self, request: ApprovalRequest) -> Decision:
         limit = APPROVAL_TIMEOUT if self.approval_timeout is None else self.approval_timeout
         decision: Decision | None = None
-        try:
-            with anyio.move_on_after(limit) as bound:
-                decision = await self.approval_policy(request)
-        except Exception:
-            logger.exception("approval policy failed on %s; declining", request.method)
-            return "decline"
+        with anyio.move_on_after(limit) as bound:
+            decision = await call_policy(
+                self.approval_policy,
+                request,
+                logger=logger,
+                asked=_approval_asked(request),
+                role="approval policy",
+            )
+            if decision is None:  # it raised, logged: a policy that raises is a deny
+                return "decline"
         if bound.cancelled_caught:
             logger.warning(
                 "approval policy did not decide %s (item %s, turn %s, thread %s) within %s s; "
@@ -1006,7 +1021,12 @@ class CodexConnection:
             )
             return "decline"
         if decision not in _DECISIONS:
-            logger.error("approval policy answered %r; declining", decision)
+            logger.error(
+                "approval policy %s answered %r on %s; declining",
+                policy_name(self.approval_policy),
+                decision,
+                _approval_asked(request),
+            )
             return "decline"
         return decision
 

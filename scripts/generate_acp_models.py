@@ -1284,19 +1284,35 @@ def import_key(name: str) -> tuple[int, str, str]:
 # The package __init__ export block
 
 
+def import_lines(module: str, names: Iterable[str], indent: int) -> list[str]:
+    """``from module import ...`` as ruff's isort writes it: one line if it fits, else one
+    name per line."""
+    atoms = tuple(Atom(n) for n in sorted(names, key=import_key))
+    line = INDENT * indent + f"from {module} import {', '.join(a.text for a in atoms)}"
+    if len(line) <= LINE_LENGTH:
+        return [line]
+    return render(Seq("(", atoms, ")", magic=True), indent, f"from {module} import ")
+
+
 def init_block(exported: list[str]) -> str:
-    names = sorted(exported, key=import_key)
+    """The package ``__init__``'s export block.
+
+    Type checkers read the ``TYPE_CHECKING`` imports (every exported name, from its real
+    module) and not the lazy ``__getattr__``, so a misspelt name is an error for them; at
+    runtime the frozensets tell ``__getattr__`` which module each name comes from.
+    """
     all_names = sorted(
         [*exported, *(n for ns in HANDWRITTEN_EXPORTS.values() for n in ns)], key=ruff_all_key
     )
+    sources = {f"{PACKAGE}.{m}": ns for m, ns in HANDWRITTEN_EXPORTS.items()}
+    sources[GENERATED_MODULE] = tuple(exported)
     lines = [INIT_BEGIN, "if TYPE_CHECKING:"]
-    lines.extend(
-        render(
-            Seq("(", tuple(Atom(n) for n in names), ")", magic=True),
-            1,
-            f"from {GENERATED_MODULE} import ",
-        )
-    )
+    for module in sorted(sources, key=str.lower):
+        lines.extend(import_lines(module, sources[module], 1))
+    lines.append("")
+    for module, names in HANDWRITTEN_EXPORTS.items():
+        constant = f"_{module.strip('_').upper()}_EXPORTS"
+        lines.extend(render(string_set(names), 0, f"{constant} = "))
     lines.append("")
     lines.extend(
         render(

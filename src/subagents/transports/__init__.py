@@ -185,17 +185,19 @@ _WHERE: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    # Submodules load on first use: an agent that needs only the agent endpoint does not pay
-    # for the client, the sandbox or pydantic at import time.
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
+if not TYPE_CHECKING:
+    # Hidden from type checkers, which see the imports above: a misspelt name is an error.
+    def __getattr__(name: str) -> Any:
+        # Submodules load on first use: an agent that needs only the agent endpoint does not pay
+        # for the client, the sandbox or pydantic at import time.
+        module = _WHERE.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        import importlib
 
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+        value = getattr(importlib.import_module(module, __name__), name)
+        globals()[name] = value
+        return value
 
 
 def __dir__() -> list[str]:

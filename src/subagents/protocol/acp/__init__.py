@@ -28,33 +28,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from subagents.protocol.acp._base import ACPModel, JsonValue, from_wire, to_wire
-    from subagents.protocol.acp.methods import (
-        PROTOCOL_VERSION,
-        SUPPORTED_PROTOCOL_VERSIONS,
-        MethodKind,
-        MethodSide,
-        MethodSpec,
-        UnsupportedProtocolVersionError,
-        method_table,
-    )
-
-_BASE_EXPORTS = frozenset({"ACPModel", "JsonValue", "from_wire", "to_wire"})
-_METHOD_EXPORTS = frozenset(
-    {
-        "PROTOCOL_VERSION",
-        "SUPPORTED_PROTOCOL_VERSIONS",
-        "MethodKind",
-        "MethodSide",
-        "MethodSpec",
-        "UnsupportedProtocolVersionError",
-        "method_table",
-    }
-)
-
 # BEGIN GENERATED EXPORTS (scripts/generate_acp_models.py; do not edit by hand)
 if TYPE_CHECKING:
+    from subagents.protocol.acp._base import ACPModel, JsonValue, from_wire, to_wire
     from subagents.protocol.acp._v1_generated import (
         AcceptCreateElicitationResponse,
         AcceptNesNotification,
@@ -374,6 +350,28 @@ if TYPE_CHECKING:
         WriteTextFileRequest,
         WriteTextFileResponse,
     )
+    from subagents.protocol.acp.methods import (
+        PROTOCOL_VERSION,
+        SUPPORTED_PROTOCOL_VERSIONS,
+        MethodKind,
+        MethodSide,
+        MethodSpec,
+        UnsupportedProtocolVersionError,
+        method_table,
+    )
+
+_BASE_EXPORTS = frozenset({"ACPModel", "JsonValue", "from_wire", "to_wire"})
+_METHODS_EXPORTS = frozenset(
+    {
+        "MethodKind",
+        "MethodSide",
+        "MethodSpec",
+        "PROTOCOL_VERSION",
+        "SUPPORTED_PROTOCOL_VERSIONS",
+        "UnsupportedProtocolVersionError",
+        "method_table",
+    }
+)
 
 __all__: tuple[str, ...] = (
     "PROTOCOL_VERSION",
@@ -708,18 +706,20 @@ __all__: tuple[str, ...] = (
 # END GENERATED EXPORTS
 
 
-def __getattr__(name: str) -> Any:
-    if name in _BASE_EXPORTS:
-        module = "_base"
-    elif name in _METHOD_EXPORTS:
-        module = "methods"
-    elif name in __all__:
-        module = "_v1_generated"
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
+if not TYPE_CHECKING:
+    # Hidden from type checkers, which see the imports above: a misspelt name is an error.
+    def __getattr__(name: str) -> Any:
+        if name in _BASE_EXPORTS:
+            module = "_base"
+        elif name in _METHODS_EXPORTS:
+            module = "methods"
+        elif name in __all__:
+            module = "_v1_generated"
+        else:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+        globals()[name] = value  # later lookups skip __getattr__
+        return value
 
 
 def __dir__() -> list[str]:

@@ -156,16 +156,18 @@ __all__ = (
 )
 
 
-def __getattr__(name: str) -> Any:
-    if name in _BASE_EXPORTS:
-        module = "subagents.protocol.acp._base"
-    elif name in __all__:
-        module = f"{__name__}._models"
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
+if not TYPE_CHECKING:
+    # Hidden from type checkers, which see the imports above: a misspelt name is an error.
+    def __getattr__(name: str) -> Any:
+        if name in _BASE_EXPORTS:
+            module = "subagents.protocol.acp._base"
+        elif name in __all__:
+            module = f"{__name__}._models"
+        else:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value  # later lookups skip __getattr__
+        return value
 
 
 def __dir__() -> list[str]:

@@ -1,13 +1,16 @@
 """Interleaved benchmark: `subagents` vs the official ACP Python SDK vs an asyncio floor.
 
-    .venv/bin/python bench/run.py [--quick] [--reps N] [--out BENCHMARKS.md]
+    .venv/bin/python bench/run.py [--quick] [--reps N] [--out FILE]
 
 Every repetition runs each implementation once, in a new random order, as two driver processes
 one after the other: one spawns and initializes 5 fresh agents, one after the other (start-up
 and RSS), the other spawns its own agent and runs every message phase against it. The same
 shuffled order also holds an "imports" slot: rounds of whole-process start-up commands
 (``bench/startup.py``), each round A/B interleaved in its own random order. Raw JSON lines go
-to ``bench/results/raw-<timestamp>.jsonl``; the summary is rendered into ``--out``.
+to ``bench/results/raw-<timestamp>.jsonl``. The rendered summary is written to ``--out FILE``
+only when it is given (``--out BENCHMARKS.md`` updates the tracked summary); without it the
+summary goes to stdout (progress and the raw file's path go to stderr) and no file but the raw
+one is written. ``bench/render.py RAW --out FILE`` renders a raw file again later.
 
 On first use it creates ``bench/.venvs/acp-py`` (``python3 -m venv`` + pip) holding only
 ``agent-client-protocol`` and its dependencies.
@@ -341,7 +344,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="1 repetition, fewer messages (<~60 s)")
     ap.add_argument("--reps", type=int, default=None, help="repetitions (default 5, quick 1)")
-    ap.add_argument("--out", type=Path, default=ROOT / "BENCHMARKS.md", help="summary file")
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write the summary to FILE (--out BENCHMARKS.md updates the tracked one); "
+        "default: print it on stdout",
+    )
     ap.add_argument(
         "--impls",
         default=",".join(DEFAULT_IMPLS),
@@ -422,12 +432,16 @@ def main() -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
     raw_path = RESULTS / f"raw-{stamp}.jsonl"
-    out_path: Path = args.out
+    out_path: Path | None = args.out
+    if out_path is not None and not out_path.resolve().parent.is_dir():
+        raise SystemExit(f"--out {out_path}: {out_path.resolve().parent} is not a directory")
     command = ".venv/bin/python bench/run.py" + (" --quick" if quick else "")
     if args.reps is not None:
         command += f" --reps {reps}"
-    if out_path.resolve() != (ROOT / "BENCHMARKS.md").resolve():
-        command += f" --out {shlex.quote(str(args.out))}"
+    if out_path is not None:
+        shown = out_path.resolve()
+        shown = shown.relative_to(ROOT) if shown.is_relative_to(ROOT) else shown
+        command += f" --out {shlex.quote(str(shown))}"
     if args.impls != ap.get_default("impls"):
         command += f" --impls {shlex.quote(args.impls)}"
     if args.import_rounds is not None:
@@ -571,7 +585,16 @@ def main() -> int:
         end = {"kind": "end", "total_s": total, "src_fingerprint": src_fingerprint()}
         raw.write(json.dumps(end) + "\n")
 
-    out_path.write_text(render.render(*render.load(raw_path)))
+    summary = render.render(*render.load(raw_path))
+    if out_path is None:
+        sys.stdout.write(summary)
+        sys.stdout.flush()
+        log(
+            f"done in {total:.0f} s; raw data in {raw_path}; the summary is on stdout "
+            "(--out BENCHMARKS.md writes it there)"
+        )
+        return 0
+    out_path.write_text(summary)
     log(f"done in {total:.0f} s; wrote {out_path} (raw: {raw_path})")
     return 0
 

@@ -4,7 +4,8 @@ An entry says how to run one agent as a subagent::
 
     [agents.my-agent]
     provider = "acp"                      # acp | codex | claude-code | spawn | fork | a plugin
-    command = ["node", "agent.js", "--acp"]
+    command = ["node", "agent.js", "--acp"]  # a list of words ("node agent.js" is refused)
+    args = ["--verbose"]                  # appended to the command (also a list)
     env = { MY_AGENT_HOME = "/srv/agent" }
     cwd = "/work"
     model = "some-model"                  # codex, claude-code, spawn/fork (with an adapter)
@@ -24,13 +25,18 @@ of the official ACP registry (``agent.json``: id, name, version, distribution vi
 ``uvx`` or ``binary``) into one, dropping environment variables that could leak credentials
 or hijack the launch (``PATH``, ``HOME``, ``LD_*``, ``NODE_*``, ...), as the registry's own
 launcher does.
+
+A bad file or entry is a :class:`ConfigError` naming the file and entry, whose ``hint`` says
+what to do (for a string command with spaces: the list to write instead).
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import platform
 import re
+import shlex
 import shutil
 import sys
 import tomllib
@@ -61,8 +67,19 @@ _UNSAFE_ENV: Final = re.compile(
 )
 
 
+_FORMAT_HINT: Final = "the fields of an entry: python -m pydoc subagents.config"
+_ACP_REGISTRY_HINT: Final = (
+    "give an agent.json of the official ACP registry: an id and a distribution (npx, uvx or binary)"
+)
+
+
 class ConfigError(Exception):
-    """A registry file or entry that cannot be used; the message names the file and entry."""
+    """A registry file or entry that cannot be used; the message names the file and entry,
+    ``hint`` says what to do about it."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint: str = hint or _FORMAT_HINT
 
 
 @final
@@ -97,11 +114,30 @@ class AgentSpec:
         )
 
 
-def _str_list(value: Any, where: str) -> tuple[str, ...]:
+def _str_list(value: Any, where: str, key: str) -> tuple[str, ...]:
+    """``command`` or ``args``: a list of words. A string is one word only when it has no
+    space (``"codex-acp"``); one with spaces is refused, the list form in the hint, rather
+    than split by guesswork (shell quoting, a path with a space in it)."""
     if isinstance(value, str):
-        return (value,)
+        if not value.strip():
+            return ()
+        if value.split() == [value]:
+            return (value,)
+        try:
+            words = shlex.split(value)
+        except ValueError:
+            words = ["program", "argument", "..."]
+        if Path(value).exists():
+            words = [value]  # a program whose path has a space in it
+        raise ConfigError(
+            f"{where}: {value!r} is a string with spaces; {key} is a list of words",
+            hint=f"write it as a list: {key} = {_toml_value(words)}",
+        )
     if not isinstance(value, list) or not all(isinstance(v, str) for v in cast(list[Any], value)):
-        raise ConfigError(f"{where}: expected a list of strings")
+        raise ConfigError(
+            f"{where}: expected a list of strings",
+            hint=f'write it as a list: {key} = ["program", "argument", ...]',
+        )
     return tuple(cast(list[str], value))
 
 
@@ -125,14 +161,21 @@ def _entry(name: str, data: Mapping[str, Any], source: str) -> AgentSpec:
     }
     unknown = sorted(set(data) - known)
     if unknown:
-        raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)}")
+        close = [m for u in unknown for m in difflib.get_close_matches(u, sorted(known), n=1)]
+        raise ConfigError(
+            f"{where}: unknown field(s) {', '.join(unknown)}",
+            hint=f"did you mean {', '.join(close)}? ({_FORMAT_HINT})" if close else None,
+        )
     provider = data.get("provider", "acp")
     if not isinstance(provider, str) or not provider:
         raise ConfigError(f"{where}: provider must be a name")
-    command = _str_list(data.get("command", []), f"{where}.command")
-    command += _str_list(data.get("args", []), f"{where}.args")
+    command = _str_list(data.get("command", []), f"{where}.command", "command")
+    command += _str_list(data.get("args", []), f"{where}.args", "args")
     if provider in ("acp", "codex", "claude-code") and not command:
-        raise ConfigError(f"{where}: provider {provider!r} needs a command")
+        raise ConfigError(
+            f"{where}: provider {provider!r} needs a command",
+            hint='give it the command that starts the agent: command = ["program", "argument"]',
+        )
     env = data.get("env", {})
     if not isinstance(env, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in cast(dict[Any, Any], env).items()
@@ -187,7 +230,10 @@ def parse_agents(text: str, source: str) -> dict[str, AgentSpec]:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{source}: not valid TOML: {exc}") from exc
+        raise ConfigError(
+            f"{source}: not valid TOML: {exc}",
+            hint="fix the TOML syntax where shown (strings need quotes, lists [...])",
+        ) from exc
     agents = data.get("agents", {})
     if not isinstance(agents, dict):
         raise ConfigError(f"{source}: [agents] must be a table of agent entries")
@@ -283,14 +329,29 @@ def load_agents(
     for index, path in enumerate(paths):
         if not path.exists():
             if index >= len(paths) - len(explicit):
-                raise ConfigError(f"{path}: no such file")
+                raise ConfigError(f"{path}: no such file", hint=_missing_hint(path, cwd))
             continue
         try:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
-            raise ConfigError(f"{path}: cannot read it: {exc.strerror}") from exc
+            raise ConfigError(
+                f"{path}: cannot read it: {exc.strerror}",
+                hint="give a readable registry file (a TOML file with [agents.NAME] tables)",
+            ) from exc
         agents.update(parse_agents(text, str(path)))
     return agents
+
+
+def _missing_hint(path: Path, cwd: Path | None) -> str:
+    user, project = config_paths(cwd)
+    home = str(Path.home())
+    shown = str(user).replace(home, "~", 1) if str(user).startswith(home + os.sep) else str(user)
+    where = "" if path.is_absolute() else f" (relative to {Path.cwd()})"
+    return (
+        f"check the path{where}; the registry is the built-ins plus {shown} and "
+        f"./{project.name} where they exist (a file of [agents.NAME] tables: "
+        "python -m pydoc subagents.config)"
+    )
 
 
 def _platform_key() -> str:
@@ -308,16 +369,20 @@ def from_acp_registry(
     download happens here)."""
     agent_id = entry.get("id")
     if not isinstance(agent_id, str) or not re.match(r"^[a-z][a-z0-9-]*$", agent_id):
-        raise ConfigError("the registry entry has no valid id")
+        raise ConfigError("the registry entry has no valid id", hint=_ACP_REGISTRY_HINT)
     distribution = entry.get("distribution")
     if not isinstance(distribution, dict) or not distribution:
-        raise ConfigError(f"{agent_id}: the registry entry has no distribution")
+        raise ConfigError(
+            f"{agent_id}: the registry entry has no distribution", hint=_ACP_REGISTRY_HINT
+        )
     distribution = cast(dict[str, Any], distribution)
     notes: list[str] = []
     try:
         command, raw_env, note = _launch(agent_id, distribution, binary_dir)
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
-        raise ConfigError(f"{agent_id}: malformed distribution ({exc!r})") from exc
+        raise ConfigError(
+            f"{agent_id}: malformed distribution ({exc!r})", hint=_ACP_REGISTRY_HINT
+        ) from exc
     notes.append(note)
     if binary_dir is None and "npx" not in distribution and "uvx" not in distribution:
         notes.append("unpack the archive and pass --binary-dir, or fix the command path")
@@ -372,7 +437,8 @@ def _launch(
         if not isinstance(target, dict):
             raise ConfigError(
                 f"{agent_id}: no binary for this platform ({key}); it has "
-                f"{', '.join(sorted(binaries)) or 'none'}"
+                f"{', '.join(sorted(binaries)) or 'none'}",
+                hint="use another distribution of the agent, or write its entry by hand",
             )
         target = cast(dict[str, Any], target)
         cmd = str(target["cmd"])
@@ -383,7 +449,9 @@ def _launch(
         raw_env = dict(target.get("env", {}))
         note = f"distribution: binary for {key} from {target.get('archive')}"
     else:
-        raise ConfigError(f"{agent_id}: no npx, uvx or binary distribution")
+        raise ConfigError(
+            f"{agent_id}: no npx, uvx or binary distribution", hint=_ACP_REGISTRY_HINT
+        )
     return command, raw_env, note
 
 

@@ -95,7 +95,9 @@ def test_a_bad_config_is_one_line_and_exit_2(
     assert err.startswith("subagents agents: ")
     assert str(bad) in err
     assert "agents.x" in err
-    assert len(err.splitlines()) == 1
+    first, hint = err.splitlines()  # one error line, then what to do
+    assert "needs a command" in first
+    assert hint.startswith("  hint: ")
 
 
 def probe(
@@ -170,8 +172,9 @@ def test_probing_an_unknown_name_is_one_line_and_exit_2(
 ) -> None:
     code, out, err = run_cli(capsys, "agents", "--probe", "no-such-agent")
     assert (code, out) == (2, "")
-    assert err.startswith("subagents agents: no agent named no-such-agent")
-    assert len(err.splitlines()) == 1
+    assert err.startswith("subagents agents: no agent named 'no-such-agent' (known: ")
+    assert err.splitlines()[1].startswith("  hint: `subagents agents` describes them")
+    assert len(err.splitlines()) == 2
 
 
 # ------------------------------------------------------------------ import
@@ -253,7 +256,8 @@ def test_import_write_appends_and_refuses_a_duplicate(
     assert (code, out) == (2, "")
     assert err.startswith("subagents agents: ")
     assert "already has an entry agents.demo-uvx" in err
-    assert len(err.splitlines()) == 1
+    assert err.splitlines()[1] == "  hint: pass --name NAME to import it under another name"
+    assert len(err.splitlines()) == 2
     assert target.read_text() == before
     # and the written file is a registry the list reads
     code, out, _ = run_cli(capsys, "agents", "--config", str(target))
@@ -276,12 +280,14 @@ def test_import_of_a_bad_file_is_one_line_and_exit_2(
     source.write_text(content)
     code, out, err = run_cli(capsys, "agents", "import", str(source))
     assert (code, out) == (2, "")
-    assert expected in err
-    assert len(err.splitlines()) == 1
+    first, hint = err.splitlines()  # one error line, then what to do
+    assert expected in first
+    assert "agent.json" in hint
 
 
 def test_debug_shows_the_traceback(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, _, err = run_cli(capsys, "--debug", "agents", "import", str(tmp_path / "none.json"))
     assert code == 2
     assert "Traceback" in err
-    assert err.splitlines()[-1].startswith("subagents agents: ")
+    assert err.splitlines()[-2].startswith("subagents agents: ")
+    assert err.splitlines()[-1].startswith("  hint: ")

@@ -15,8 +15,9 @@
   ``-`` for stdin) and prints it as a ``[agents.NAME]`` table (notes on stderr), or appends it
   to ``--write PATH`` (refused, exit 2, if that file already has an entry of that name).
 
-Errors are one line on stderr (a traceback with ``--debug``): exit 2 for a bad argument, file
-or entry, 1 for anything else.
+Errors are one line on stderr, then a ``  hint:`` line saying what to do (a traceback first
+with ``--debug``); a mistyped agent name gets the closest known names ("did you mean"): exit
+2 for a bad argument, file, entry or name, 1 for anything else.
 """
 
 from __future__ import annotations
@@ -29,7 +30,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
-from ._common import EXIT_CANCELLED, EXIT_FAILED, EXIT_USAGE, error_line
+from ._common import (
+    DEBUG_HINT,
+    EXIT_CANCELLED,
+    EXIT_FAILED,
+    EXIT_USAGE,
+    error_line,
+    unknown_agents,
+)
 
 if TYPE_CHECKING:
     from ..config import AgentSpec
@@ -41,7 +49,11 @@ _COMMAND_CHARS = 48
 
 
 class _UsageError(Exception):
-    """A bad argument or input file (exit 2)."""
+    """A bad argument or input file (exit 2), with what to do about it."""
+
+    def __init__(self, message: str, *, hint: str) -> None:
+        super().__init__(message)
+        self.hint = hint
 
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:
@@ -123,12 +135,13 @@ def run(args: argparse.Namespace) -> int:
         _list(agents, as_json=args.json, out=sys.stdout)
         return 0
     except (ConfigError, _UsageError) as exc:
-        error_line("agents", str(exc), exc=exc, debug=debug)
+        error_line("agents", str(exc), hint=exc.hint, exc=exc, debug=debug)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return EXIT_CANCELLED
     except Exception as exc:
-        error_line("agents", f"{type(exc).__name__}: {exc}", exc=exc, debug=debug)
+        hint = None if debug else DEBUG_HINT
+        error_line("agents", f"{type(exc).__name__}: {exc}", hint=hint, exc=exc, debug=debug)
         return EXIT_FAILED
 
 
@@ -213,11 +226,12 @@ def _probe(args: argparse.Namespace, agents: dict[str, AgentSpec]) -> int:
     names: list[str] = list(args.probe)
     unknown = [name for name in names if name not in agents]
     if unknown:
+        message, hint = unknown_agents(unknown, agents, [str(p) for p in args.config])
+        raise _UsageError(message, hint=hint)
+    if not args.timeout > 0:
         raise _UsageError(
-            f"no agent named {', '.join(unknown)} (known: {', '.join(sorted(agents))})"
+            "--timeout must be a positive number of seconds", hint="--timeout 30 (the default)"
         )
-    if args.timeout <= 0:
-        raise _UsageError("--timeout must be a positive number of seconds")
     specs = [agents[name] for name in dict.fromkeys(names)] if names else list(agents.values())
     total = len(specs)
     progress = sys.stderr
@@ -278,13 +292,22 @@ def _read_entry(file: str) -> dict[str, Any]:
             text = Path(file).read_text(encoding="utf-8")
             where = file
     except OSError as exc:
-        raise _UsageError(f"{file}: cannot read it: {exc.strerror or exc}") from exc
+        raise _UsageError(
+            f"{file}: cannot read it: {exc.strerror or exc}",
+            hint="give the path of an agent.json of the ACP registry, or - to read stdin",
+        ) from exc
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise _UsageError(f"{where}: not valid JSON: {exc}") from exc
+        raise _UsageError(
+            f"{where}: not valid JSON: {exc}",
+            hint="give an agent.json of the ACP registry (one JSON object)",
+        ) from exc
     if not isinstance(data, dict):
-        raise _UsageError(f"{where}: expected an agent entry (a JSON object)")
+        raise _UsageError(
+            f"{where}: expected an agent entry (a JSON object)",
+            hint="give an agent.json of the ACP registry (one JSON object)",
+        )
     return cast(dict[str, Any], data)
 
 
@@ -297,7 +320,11 @@ def _import(args: argparse.Namespace) -> int:
     try:
         spec, notes = from_acp_registry(entry, binary_dir=args.binary_dir)
     except (KeyError, TypeError, AttributeError) as exc:
-        raise ConfigError(f"{args.file}: not a valid ACP registry entry ({exc!r})") from exc
+        raise ConfigError(
+            f"{args.file}: not a valid ACP registry entry ({exc!r})",
+            hint="give an agent.json of the ACP registry: an id and a distribution "
+            "(npx, uvx or binary)",
+        ) from exc
     if args.name:
         spec = replace(spec, name=args.name)
     text = to_toml(spec)
@@ -313,11 +340,13 @@ def _import(args: argparse.Namespace) -> int:
         try:
             existing = target.read_text(encoding="utf-8")
         except OSError as exc:
-            raise ConfigError(f"{target}: cannot read it: {exc.strerror}") from exc
+            raise ConfigError(
+                f"{target}: cannot read it: {exc.strerror}", hint="give a readable --write file"
+            ) from exc
         if spec.name in parse_agents(existing, str(target)):
             raise _UsageError(
-                f"{target} already has an entry agents.{spec.name} (pass --name to import it "
-                "under another name)"
+                f"{target} already has an entry agents.{spec.name}",
+                hint="pass --name NAME to import it under another name",
             )
     _notes(notes)
     separator = "" if not existing else ("\n" if existing.endswith("\n") else "\n\n")
@@ -326,7 +355,10 @@ def _import(args: argparse.Namespace) -> int:
         with target.open("a", encoding="utf-8") as handle:
             handle.write(separator + text)
     except OSError as exc:
-        raise ConfigError(f"{target}: cannot write it: {exc.strerror}") from exc
+        raise ConfigError(
+            f"{target}: cannot write it: {exc.strerror}",
+            hint="give --write a path in a directory you can write to",
+        ) from exc
     sys.stderr.write(f"added agents.{spec.name} to {target}\n")
     return 0
 

@@ -49,7 +49,15 @@ from ..providers.contract import (
     SubagentProvider,
     SubagentRequest,
 )
-from ._common import EXIT_CANCELLED, EXIT_FAILED, EXIT_TIMEOUT, EXIT_USAGE, error_line
+from ._common import (
+    DEBUG_HINT,
+    EXIT_CANCELLED,
+    EXIT_FAILED,
+    EXIT_TIMEOUT,
+    EXIT_USAGE,
+    error_line,
+    unknown_agents,
+)
 from ._run_console import Console, format_seconds
 from ._run_permissions import Permissions
 
@@ -139,18 +147,23 @@ def _isatty(stream: TextIO | None) -> bool:
         return False
 
 
+_PROMPT_HINT: Final = (
+    'subagents run AGENT "your task"  or  echo "your task" | subagents run AGENT -'
+)
+
+
 def _read_prompt(argument: str | None) -> tuple[str, bool]:
     """The prompt and whether it came from stdin."""
     if argument is not None and argument != "-":
         return argument, False
     stdin: TextIO | None = sys.stdin
     if stdin is None or stdin.closed:
-        raise _UsageError("USAGE", "no prompt: give PROMPT, or pipe it on stdin")
+        raise _UsageError("USAGE", "no prompt: give PROMPT, or pipe it on stdin", hint=_PROMPT_HINT)
     if _isatty(stdin):
         raise _UsageError(
             "USAGE",
             "no prompt: give PROMPT, or pipe it on stdin (stdin is a terminal)",
-            hint='subagents run AGENT "your task"  or  echo "your task" | subagents run AGENT -',
+            hint=_PROMPT_HINT,
         )
     return stdin.read(), True
 
@@ -160,28 +173,33 @@ def _options(args: argparse.Namespace) -> RunOptions:
     try:
         agents = load_agents(extra)
     except ConfigError as exc:
-        raise _UsageError("CONFIG_ERROR", f"bad configuration: {exc}") from exc
+        raise _UsageError("CONFIG_ERROR", f"bad configuration: {exc}", hint=exc.hint) from exc
     name: str = args.agent
     spec = agents.get(name)
     if spec is None:
-        raise _UsageError(
-            "UNKNOWN_AGENT",
-            f"no agent named {name!r} (known: {', '.join(sorted(agents))})",
-            hint="`subagents agents` describes them; add one in subagents.toml or --config FILE",
-        )
+        message, hint = unknown_agents([name], agents, [str(p) for p in args.config])
+        raise _UsageError("UNKNOWN_AGENT", message, hint=hint)
     timeout = args.timeout if args.timeout is not None else spec.timeout
     if timeout is not None and (timeout != timeout or timeout < 0):
-        raise _UsageError("USAGE", f"--timeout: expected seconds >= 0, not {args.timeout}")
+        raise _UsageError(
+            "USAGE",
+            f"--timeout: expected seconds >= 0, not {args.timeout}",
+            hint="--timeout 300 allows five minutes; --timeout 0 sets no limit",
+        )
     if args.cwd is not None:
         cwd = Path(args.cwd).expanduser()
         if not cwd.is_dir():
-            raise _UsageError("USAGE", f"--cwd: {args.cwd} is not a directory")
+            raise _UsageError(
+                "USAGE",
+                f"--cwd: {args.cwd} is not a directory",
+                hint="give an existing directory (mkdir it first)",
+            )
         spec = replace(spec, cwd=str(cwd.resolve()))
     if args.model:
         spec = spec.with_overrides(model=args.model)
     prompt, from_stdin = _read_prompt(args.prompt)
     if not prompt.strip():
-        raise _UsageError("USAGE", "the prompt is empty")
+        raise _UsageError("USAGE", "the prompt is empty", hint=_PROMPT_HINT)
     policy: Permission
     if args.yes:
         policy, why = "allow", "--yes"
@@ -217,9 +235,10 @@ def _run(args: argparse.Namespace) -> int:
         options = _options(args)
     except _UsageError as exc:
         if args.json:
-            Console(sys.stdout, sys.stderr, json_mode=True).event(
-                {"event": "error", "code": exc.code, "message": exc.message}
-            )
+            error: dict[str, str] = {"event": "error", "code": exc.code, "message": exc.message}
+            if exc.hint:
+                error["hint"] = exc.hint
+            Console(sys.stdout, sys.stderr, json_mode=True).event(error)
         error_line("run", exc.message, hint=exc.hint, exc=exc.__cause__ or exc, debug=debug)
         return EXIT_USAGE
     try:
@@ -233,7 +252,7 @@ def _run(args: argparse.Namespace) -> int:
         error_line(
             "run",
             f"{options.spec.name}: unexpected error: {_leaf(exc)}",
-            hint="rerun with --debug to see the traceback" if not debug else None,
+            hint=DEBUG_HINT if not debug else None,
             exc=exc,
             debug=debug,
         )
@@ -356,7 +375,13 @@ async def run_async(options: RunOptions, out: TextIO, err: TextIO, debug: bool =
         )
     except (ConfigError, UnknownProviderKind) as exc:
         console.event({"event": "error", "code": "CONFIG_ERROR", "message": str(exc)})
-        error_line("run", f"bad configuration: {exc}", exc=exc, debug=debug)
+        hint = (
+            exc.hint
+            if isinstance(exc, ConfigError)
+            else f"fix the provider of agents.{spec.name} ({spec.source}), or install the "
+            "plugin that provides it"
+        )
+        error_line("run", f"bad configuration: {exc}", hint=hint, exc=exc, debug=debug)
         return EXIT_USAGE
     async with anyio.create_task_group() as tg:
         await tg.start(_watch_interrupts, cancel, stops, console)

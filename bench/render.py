@@ -36,6 +36,8 @@ SOAK_RESULTS = Path(__file__).with_name("soak-results.md")
 """The soak section, written by ``bench/soak.py``, included."""
 CONFORMANCE_RESULTS = Path(__file__).with_name("conformance-results.md")
 """The conformance suite's wall time per agent, from ``bench/conformance_wall.py``, included."""
+STALL_RESULTS = Path(__file__).with_name("stall-results.md")
+"""Event-loop stalls while a typed ACP child starts, from ``bench/stall.py``, included."""
 FAULT_TABLE = Path(__file__).parents[1] / "tests" / "reliability" / "fault-table.md"
 """The fault table, written by the reliability tests, included."""
 #: Sections kept in their own files (each starts with its ``## `` heading), included in order
@@ -45,6 +47,7 @@ INCLUDED = (
     CLAUDE_RESULTS,
     IN_PROCESS_RESULTS,
     SOAK_RESULTS,
+    STALL_RESULTS,
     CONFORMANCE_RESULTS,
     FAULT_TABLE,
 )

@@ -75,7 +75,7 @@ INIT_END = "# END GENERATED EXPORTS"
 
 # Names the package __init__ re-exports from the hand-written modules (kept in __all__ too).
 HANDWRITTEN_EXPORTS: dict[str, tuple[str, ...]] = {
-    "_base": ("ACPModel", "JsonValue", "from_wire", "to_wire"),
+    "_base": ("ACPModel", "JsonValue", "from_wire", "prepare", "to_wire"),
     "methods": (
         "PROTOCOL_VERSION",
         "SUPPORTED_PROTOCOL_VERSIONS",

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
@@ -42,6 +43,7 @@ from typing import Any, Final, Protocol, TypeAlias, TypeVar, final
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from pydantic_core import ValidationError
 
@@ -650,6 +652,57 @@ class _ClientHandlers:
         return acp.RequestPermissionResponse(outcome=outcome)
 
 
+_models_ready = False
+
+
+def _prepare_models() -> None:
+    """Import the generated models and build the validators and serializers of every message
+    the client endpoint reads or writes (a worker thread runs it: see :func:`_ready_models`).
+
+    Meanwhile the interpreter's switch interval is 1 ms instead of 5: the event loop's thread,
+    woken by a timer or a read, gets the GIL back within a millisecond."""
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(min(interval, _SWITCH_INTERVAL))
+    try:
+        _prepare_all()
+    finally:
+        sys.setswitchinterval(interval)
+
+
+_SWITCH_INTERVAL = 0.001
+
+
+def _prepare_all() -> None:
+    acp.prepare(
+        acp.InitializeRequest,
+        acp.InitializeResponse,
+        acp.AuthenticateRequest,
+        acp.AuthenticateResponse,
+        acp.NewSessionRequest,
+        acp.NewSessionResponse,
+        acp.LoadSessionRequest,
+        acp.LoadSessionResponse,
+        acp.ResumeSessionRequest,
+        acp.ResumeSessionResponse,
+        acp.PromptRequest,
+        acp.PromptResponse,
+        acp.CancelNotification,
+        acp.SessionNotification,
+        acp.RequestPermissionRequest,
+        acp.RequestPermissionResponse,
+    )
+
+
+async def _ready_models() -> None:
+    """Once per process, before the first connection: the models' class and schema building
+    (~20 ms of CPU) runs in a worker thread, so a harness's event loop keeps ticking while its
+    first ACP child starts (the interpreter hands the loop the GIL every few milliseconds)."""
+    global _models_ready
+    if not _models_ready:
+        await anyio.to_thread.run_sync(_prepare_models)
+        _models_ready = True
+
+
 @asynccontextmanager
 async def connect_agent_over(
     receive_stream: anyio.abc.ByteReceiveStream,
@@ -667,6 +720,7 @@ async def connect_agent_over(
     name: str = "agent",
 ) -> AsyncGenerator[AgentConnection, None]:
     """Connect to an agent over a byte-stream pair and ``initialize``; see :func:`connect_agent`."""
+    await _ready_models()
     router = Router()
     handlers = _ClientHandlers(permission_policy)
     handlers.register(router)

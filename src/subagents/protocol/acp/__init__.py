@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 # BEGIN GENERATED EXPORTS (scripts/generate_acp_models.py; do not edit by hand)
 if TYPE_CHECKING:
-    from subagents.protocol.acp._base import ACPModel, JsonValue, from_wire, to_wire
+    from subagents.protocol.acp._base import ACPModel, JsonValue, from_wire, prepare, to_wire
     from subagents.protocol.acp._v1_generated import (
         AcceptCreateElicitationResponse,
         AcceptNesNotification,
@@ -360,7 +360,7 @@ if TYPE_CHECKING:
         method_table,
     )
 
-_BASE_EXPORTS = frozenset({"ACPModel", "JsonValue", "from_wire", "to_wire"})
+_BASE_EXPORTS = frozenset({"ACPModel", "JsonValue", "from_wire", "prepare", "to_wire"})
 _METHODS_EXPORTS = frozenset(
     {
         "MethodKind",
@@ -701,6 +701,7 @@ __all__: tuple[str, ...] = (
     "WriteTextFileResponse",
     "from_wire",
     "method_table",
+    "prepare",
     "to_wire",
 )
 # END GENERATED EXPORTS

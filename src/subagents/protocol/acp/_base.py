@@ -21,6 +21,7 @@ errors are ``pydantic_core.ValidationError``, which is ``pydantic.ValidationErro
 from __future__ import annotations
 
 import inspect
+import threading
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -61,6 +62,7 @@ __all__ = (
     "Tag",
     "ValidationError",
     "from_wire",
+    "prepare",
     "tag_discriminator",
     "tag_picker",
     "to_wire",
@@ -443,20 +445,49 @@ def _ref(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}:{id(cls)}"
 
 
+_build_lock = threading.RLock()
+"""Held while schemas are written (:func:`prepare` may run in a worker thread beside the event
+loop: the recursion bookkeeping above is not safe to share between two builders)."""
+
+
 def _validator(cls: type[ACPModel]) -> SchemaValidator:
     validator = cls.__dict__.get("__acp_validator__")
     if validator is None:
-        validator = SchemaValidator(_closed_schema(cls))
-        type.__setattr__(cls, "__acp_validator__", validator)
+        with _build_lock:
+            validator = cls.__dict__.get("__acp_validator__")
+            if validator is None:
+                validator = SchemaValidator(_closed_schema(cls))
+                type.__setattr__(cls, "__acp_validator__", validator)
     return cast("SchemaValidator", validator)
 
 
 def _serializer(cls: type[ACPModel]) -> SchemaSerializer:
     serializer = cls.__dict__.get("__acp_serializer__")
     if serializer is None:
-        serializer = SchemaSerializer(_closed_schema(cls))
-        type.__setattr__(cls, "__acp_serializer__", serializer)
+        with _build_lock:
+            serializer = cls.__dict__.get("__acp_serializer__")
+            if serializer is None:
+                serializer = SchemaSerializer(_closed_schema(cls))
+                type.__setattr__(cls, "__acp_serializer__", serializer)
     return cast("SchemaSerializer", serializer)
+
+
+def prepare(*models: type[ACPModel]) -> None:
+    """Build the validators and serializers of ``models`` now, so that their first message
+    writes no schema. Thread-safe: the client endpoint calls it in a worker thread before its
+    first connection, so that a harness's event loop never stalls on the ~20 ms of class and
+    schema building a process's first ACP connection costs."""
+    for model in models:
+        _validator(model)
+        _serializer(model)
+    global _dumped_once
+    if not _dumped_once:
+        # pydantic_core imports pathlib and more on its first JSON-mode dump (~6 ms).
+        _serializer(ACPModel).to_python(ACPModel(), mode="json")
+        _dumped_once = True
+
+
+_dumped_once = False
 
 
 def _closed_schema(cls: type[ACPModel]) -> cs.CoreSchema:
@@ -471,10 +502,11 @@ def _type_validator(tp: object) -> SchemaValidator:
     entry = _type_validators.get(id(tp))
     if entry is not None and entry[0] is tp:
         return entry[1]
-    deps: set[type[ACPModel]] = set()
-    schema = _with_definitions(_schema(tp, deps), deps)
-    validator = SchemaValidator(schema)
-    _type_validators[id(tp)] = (tp, validator)
+    with _build_lock:
+        deps: set[type[ACPModel]] = set()
+        schema = _with_definitions(_schema(tp, deps), deps)
+        validator = SchemaValidator(schema)
+        _type_validators[id(tp)] = (tp, validator)
     return validator
 
 

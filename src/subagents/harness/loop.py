@@ -17,6 +17,11 @@ ran"), and the turn ends ``cancelled``. So every tool call in the log has its re
 ``turn_end``, also when the turn is cancelled from outside (an enclosing cancel scope): the
 log stays balanced, which is what a fork's seed relies on.
 
+A call's arguments are checked against the tool's input schema before it runs (see
+:mod:`~subagents.harness.arguments`): a call that does not match gets an error result naming
+what is wrong (a missing required field, a wrong type and where, an unknown field), the tool
+does not run, and the turn goes on, so the model can correct itself.
+
 Tool failures never end the turn: an exception becomes an error result the model sees (the
 one place where tool exceptions turn into results). Model failures (``LlmError``) end it
 ``failed`` with the adapter's message.
@@ -55,6 +60,7 @@ from ..providers.contract import (
     ToolResultProgress,
     UsageProgress,
 )
+from .arguments import argument_problems
 from .llm.types import LlmAdapter, LlmCancelled, LlmError, ModelRequest, ToolCall
 from .session import Session, SessionEvent, TurnStatus
 from .tools import ProgressReportingTool, ToolError, ToolRegistry, ToolResult
@@ -237,6 +243,9 @@ class _Turn:
         except ToolError as exc:
             return ToolResult.error(str(exc))
         try:
+            problem = argument_problems(tool.spec, call.arguments)
+            if problem is not None:  # the tool does not run; the model sees what to fix
+                return ToolResult.error(problem)
             if self.on_progress is not None and isinstance(tool, ProgressReportingTool):
 
                 def relay(event: ProgressEvent) -> None:

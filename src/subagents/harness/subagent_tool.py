@@ -38,6 +38,7 @@ from ..providers.contract import (
     SubagentRun,
 )
 from ..providers.service import SubagentService
+from .arguments import argument_problems
 from .tools import ToolProgressCallback, ToolResult, ToolSpec
 
 __all__ = ("DEFAULT_DESCRIPTION", "PROGRESS_DRAIN", "SUBAGENT_INPUT_SCHEMA", "SubagentTool")
@@ -129,6 +130,9 @@ class SubagentTool:
         cancel: CancelSignal,
         on_progress: ToolProgressCallback | None,
     ) -> ToolResult:
+        problem = argument_problems(self._spec, arguments)
+        if problem is not None:  # also when called directly, not through the agent loop
+            return ToolResult.error(problem)
         description = arguments.get("description")
         prompt = arguments.get("prompt")
         extra = sorted(set(arguments) - {"description", "prompt"})

@@ -10,6 +10,10 @@ stays task-agnostic.
 - ``task_result {task_id, wait}`` returns its result (waiting for it when ``wait`` is true);
 - ``task_cancel {task_id}`` fires its cancel signal.
 
+Arguments are checked against the schemas before anything starts: ``task_*`` calls against
+their own, and the call to run against its tool's (a start that does not match is refused
+with an error naming what is wrong; see :mod:`~subagents.harness.arguments`).
+
 At most ``max_running`` tasks run at once (a start beyond that is refused, not queued), and
 every task is cancelled and awaited when the runtime's owner closes it: its signal fires, and
 a task still running after ``close_timeout`` is cancelled outright.
@@ -30,6 +34,7 @@ import anyio.abc
 from .._owned import open_owned_task_group
 from ..protocol.jsonrpc import JsonValue
 from ..providers.contract import CancelSignal
+from .arguments import argument_problems
 from .tools import ToolError, ToolRegistry, ToolResult, ToolSpec
 
 __all__ = ("TaskInfo", "TaskLimitError", "TaskRuntime", "TaskState", "task_tools")
@@ -127,7 +132,10 @@ class TaskRuntime:
     def start(
         self, tool: str, arguments: Mapping[str, JsonValue], *, description: str = ""
     ) -> TaskInfo:
-        """Start ``tool`` with ``arguments`` in the background; returns at once."""
+        """Start ``tool`` with ``arguments`` in the background; returns at once.
+
+        Raises :class:`ToolError` (nothing starts) for an unknown tool, or arguments that do
+        not match the tool's input schema (the error names what is wrong)."""
         if self._group is None or self._closed:
             raise RuntimeError("the task runtime is not running")
         if self.running >= self._max_running:
@@ -135,6 +143,9 @@ class TaskRuntime:
                 f"{self.running} tasks are running, the limit is {self._max_running}"
             )
         target = self._registry.get(tool)
+        problem = argument_problems(target.spec, arguments)
+        if problem is not None:
+            raise ToolError(problem)
         task = _Task(f"task-{next(self._ids)}", tool, description)
         self._tasks[task.task_id] = task
 
@@ -196,6 +207,26 @@ _ID_SCHEMA: Final[Mapping[str, JsonValue]] = {
 }
 
 
+# Module constants, so every agent's task tools share one validator per schema.
+_START_SCHEMA: Final[Mapping[str, JsonValue]] = {
+    "type": "object",
+    "properties": {
+        "tool": {"type": "string", "description": "The tool to run in the background."},
+        "arguments": {"type": "object", "description": "Its arguments."},
+        "description": {"type": "string"},
+    },
+    "required": ["tool", "arguments"],
+    "additionalProperties": False,
+}
+
+_RESULT_SCHEMA: Final[Mapping[str, JsonValue]] = {
+    "type": "object",
+    "properties": {"task_id": {"type": "string"}, "wait": {"type": "boolean"}},
+    "required": ["task_id"],
+    "additionalProperties": False,
+}
+
+
 def _summary(info: TaskInfo) -> JsonValue:
     return {
         "task_id": info.task_id,
@@ -219,10 +250,13 @@ class _TaskTool:
     async def execute(
         self, arguments: Mapping[str, JsonValue], *, cancel: CancelSignal
     ) -> ToolResult:
+        problem = argument_problems(self._spec, arguments)
+        if problem is not None:  # also when called directly, not through the agent loop
+            return ToolResult.error(problem)
         try:
             if self._verb == "start":
                 tool = arguments.get("tool")
-                tool_arguments = arguments.get("arguments", {})
+                tool_arguments = arguments.get("arguments")
                 description = arguments.get("description", "")
                 if not isinstance(tool, str) or not isinstance(tool_arguments, dict):
                     return ToolResult.error("invalid arguments: expected {tool, arguments}")
@@ -253,26 +287,10 @@ class _TaskTool:
 
 def task_tools(runtime: TaskRuntime) -> tuple[_TaskTool, ...]:
     """The four ``task_*`` tools over ``runtime``, to register in a :class:`ToolRegistry`."""
-    start_schema: Mapping[str, JsonValue] = {
-        "type": "object",
-        "properties": {
-            "tool": {"type": "string", "description": "The tool to run in the background."},
-            "arguments": {"type": "object", "description": "Its arguments."},
-            "description": {"type": "string"},
-        },
-        "required": ["tool", "arguments"],
-        "additionalProperties": False,
-    }
-    result_schema: Mapping[str, JsonValue] = {
-        "type": "object",
-        "properties": {"task_id": {"type": "string"}, "wait": {"type": "boolean"}},
-        "required": ["task_id"],
-        "additionalProperties": False,
-    }
     return (
         _TaskTool(
             runtime,
-            ToolSpec("task_start", "Start a tool call in the background.", start_schema),
+            ToolSpec("task_start", "Start a tool call in the background.", _START_SCHEMA),
             "start",
         ),
         _TaskTool(
@@ -282,7 +300,7 @@ def task_tools(runtime: TaskRuntime) -> tuple[_TaskTool, ...]:
         ),
         _TaskTool(
             runtime,
-            ToolSpec("task_result", "The result of a background task.", result_schema),
+            ToolSpec("task_result", "The result of a background task.", _RESULT_SCHEMA),
             "result",
         ),
         _TaskTool(

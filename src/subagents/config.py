@@ -12,6 +12,7 @@ An entry says how to run one agent as a subagent::
     permission = "ask"                    # ask (in a terminal) | allow | deny (the default)
     timeout = 600                         # seconds a run may take (0: no limit)
     startup_timeout = 60
+    first_event_timeout = 120             # seconds from the start to its first event (0: none)
     turn_deadline = 900                   # codex only: seconds before a turn whose
                                           # turn/completed never came is checked (thread/read)
     description = "What it is for"
@@ -60,6 +61,8 @@ __all__ = (
 
 Permission: TypeAlias = Literal["ask", "allow", "deny"]
 BUILTIN_PROVIDERS: Final = ("acp", "codex", "claude-code", "spawn", "fork")
+DEFAULT_FIRST_EVENT_TIMEOUT: Final = 120.0
+"""Seconds a run waits for an agent's first event by default (``first_event_timeout``)."""
 _ID: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _UNSAFE_ENV: Final = re.compile(
     r"^(PATH|HOME|USER|SHELL|PWD|TMPDIR|PYTHON\w*|LD_\w+|DYLD_\w+|NODE_\w+|NPM_\w+|"
@@ -96,6 +99,9 @@ class AgentSpec:
     permission: Permission = "deny"
     timeout: float | None = None
     startup_timeout: float = 60.0
+    first_event_timeout: float | None = DEFAULT_FIRST_EVENT_TIMEOUT
+    """Seconds from the start of a run to the agent's first event, after which ``subagents
+    run`` ends it (``None``: no deadline)."""
     turn_deadline: float | None = None
     """Codex entries only: seconds after which a turn whose ``turn/completed`` never came is
     reconciled through ``thread/read`` (``None``: no deadline)."""
@@ -155,6 +161,7 @@ def _entry(name: str, data: Mapping[str, Any], source: str) -> AgentSpec:
         "permission",
         "timeout",
         "startup_timeout",
+        "first_event_timeout",
         "turn_deadline",
         "description",
         "options",
@@ -192,6 +199,9 @@ def _entry(name: str, data: Mapping[str, Any], source: str) -> AgentSpec:
     startup = data.get("startup_timeout", 60.0)
     if isinstance(startup, bool) or not isinstance(startup, int | float) or startup <= 0:
         raise ConfigError(f"{where}.startup_timeout: expected seconds (a number > 0)")
+    first_event = data.get("first_event_timeout", DEFAULT_FIRST_EVENT_TIMEOUT)
+    if isinstance(first_event, bool) or not isinstance(first_event, int | float) or first_event < 0:
+        raise ConfigError(f"{where}.first_event_timeout: expected seconds (a number >= 0)")
     turn_deadline = data.get("turn_deadline")
     if turn_deadline is not None:
         if provider != "codex":
@@ -218,6 +228,7 @@ def _entry(name: str, data: Mapping[str, Any], source: str) -> AgentSpec:
         permission=permission,
         timeout=float(timeout) if timeout else None,
         startup_timeout=float(startup),
+        first_event_timeout=float(first_event) if first_event else None,
         turn_deadline=float(turn_deadline) if turn_deadline is not None else None,
         description=cast(str, data.get("description", "")),
         options=cast(dict[str, Any], options),
@@ -321,8 +332,17 @@ def builtin_agents() -> dict[str, AgentSpec]:
 def load_agents(
     extra: Iterable[Path] = (), *, defaults: bool = True, cwd: Path | None = None
 ) -> dict[str, AgentSpec]:
-    """The registry: built-ins, then the default files (when ``defaults``), then ``extra``;
-    a later entry replaces an earlier one of the same name."""
+    """The agent registry, by name: what ``subagents run`` and ``subagents agents`` use.
+
+    The built-ins, then (when ``defaults``) the default files of :func:`config_paths`
+    (``$XDG_CONFIG_HOME/subagents/subagents.toml`` and ``subagents.toml`` in ``cwd``, the
+    working directory by default; missing ones are skipped), then the files of ``extra``; a
+    later entry replaces an earlier one of the same name. Each value is an :class:`AgentSpec`
+    that :func:`subagents.providers.factory.build_provider` turns into a provider.
+
+    Raises :class:`ConfigError` (with a ``hint``) for a file of ``extra`` that does not exist,
+    a file that cannot be read, or a file or entry that is not a valid registry.
+    """
     agents = builtin_agents()
     explicit = list(extra)
     paths = [*(config_paths(cwd) if defaults else []), *explicit]
@@ -497,6 +517,8 @@ def to_toml(spec: AgentSpec) -> str:
         lines.append(f"timeout = {spec.timeout!r}")
     if spec.startup_timeout != 60.0:
         lines.append(f"startup_timeout = {spec.startup_timeout!r}")
+    if spec.first_event_timeout != DEFAULT_FIRST_EVENT_TIMEOUT:
+        lines.append(f"first_event_timeout = {spec.first_event_timeout or 0!r}")
     if spec.turn_deadline is not None:
         lines.append(f"turn_deadline = {spec.turn_deadline!r}")
     if spec.options:

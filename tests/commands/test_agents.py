@@ -149,7 +149,7 @@ def test_an_agent_that_needs_a_login_is_auth_required(
     capsys: pytest.CaptureFixture[str], config: Path
 ) -> None:
     code, results, _ = probe(capsys, "locked", config=config)
-    assert results["locked"]["status"] == "auth required"
+    assert results["locked"]["status"] == "needs credentials"
     assert results["locked"]["auth_methods"] == ["token"]
     assert results["locked"]["version"]
     assert code == 1

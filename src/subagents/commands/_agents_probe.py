@@ -2,10 +2,13 @@
 
 Each probe is bounded (``timeout`` seconds, start to shutdown) and classified like the
 official ACP registry's protocol matrix: ``ok``; ``not installed`` (the command is not found:
-checked before anything is spawned); ``auth required`` (an ACP agent that lists
-``authMethods`` and answers ``session/new`` with ``-32000``); ``failed`` (with a one-line
-reason). ACP agents also get a ``session/new`` in a temporary directory, to find out whether
-they need a login first.
+checked before anything is spawned); ``needs credentials``, ``not logged in`` or ``no network``
+(the agent runs but cannot take a prompt; the reason says what it said, ``hint`` what to do),
+found with each protocol's own query: Codex's ``account/read``, the ``account`` of Claude
+Code's initialize answer, and for ACP agents a ``session/new`` in a temporary directory
+(``-32000``, auth required); ``failed`` (with a one-line reason). Codex and Claude agents run
+with their state in the user's own ``~/.codex`` or ``~/.claude`` when it exists, else in a
+private temporary directory: a probe creates nothing in the home directory.
 """
 
 from __future__ import annotations
@@ -15,21 +18,42 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, TypeAlias, cast, final
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias, cast, final
 
 import anyio
+
+from ._readiness import (
+    Cause,
+    NotReady,
+    agent_home,
+    classify,
+    claude_account,
+    codex_account,
+)
 
 if TYPE_CHECKING:
     from ..config import AgentSpec
     from ..protocol import acp
     from ..transports.acp_client import AgentConnection
 
-__all__ = ("AUTH_REQUIRED_CODE", "ProbeResult", "ProbeStatus", "probe_agent", "probe_all")
+__all__ = (
+    "AUTH_REQUIRED_CODE",
+    "NOT_READY",
+    "ProbeResult",
+    "ProbeStatus",
+    "probe_agent",
+    "probe_all",
+)
 
-ProbeStatus: TypeAlias = Literal["ok", "not installed", "auth required", "failed"]
+ProbeStatus: TypeAlias = Literal[
+    "ok", "not installed", "needs credentials", "not logged in", "no network", "failed"
+]
+NOT_READY: Final[frozenset[ProbeStatus]] = frozenset(
+    {"needs credentials", "not logged in", "no network"}
+)
+"""The statuses of an agent that runs but cannot take a prompt."""
 AUTH_REQUIRED_CODE = -32000
 """The ACP error code of ``auth_required``."""
 _REASON_CHARS = 160
@@ -53,6 +77,20 @@ class ProbeResult:
     start_ms: int | None = None
     """From spawning (or building) to an initialized connection, in milliseconds."""
     protocol_version: int | None = None
+    hint: str = ""
+    """What to do when it is not ``ok`` (one line)."""
+
+    @property
+    def not_ready(self) -> NotReady | None:
+        """The cause, when the agent runs but cannot take a prompt."""
+        if self.status in NOT_READY:
+            return NotReady(cast("Cause", self.status), self.reason, self.hint)
+        return None
+
+    def with_cause(self, cause: NotReady | None) -> ProbeResult:
+        if cause is None:
+            return self
+        return replace(self, status=cause.cause, reason=one_line(cause.detail), hint=cause.hint)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -65,6 +103,7 @@ class ProbeResult:
             "capabilities": list(self.capabilities),
             "auth_methods": list(self.auth_methods),
             "start_ms": self.start_ms,
+            "hint": self.hint or None,
         }
 
 
@@ -188,11 +227,18 @@ async def _acp_session(spec: AgentSpec, agent: AgentConnection, started: float) 
         try:
             await agent.new_session(scratch)
         except RPCError as exc:
-            if exc.code == AUTH_REQUIRED_CODE and methods:
-                reason = f"session/new: {one_line(exc.message)}"
-                return replace(found, status="auth required", reason=reason)
+            if exc.code == AUTH_REQUIRED_CODE:
+                cause = classify(spec, exc.message) or NotReady(
+                    "needs credentials",
+                    exc.message,
+                    f"{spec.name} needs credentials: log in with it, or set its API key",
+                )
+                if cause.cause == "not logged in" or cause.cause == "needs credentials":
+                    detail = f"session/new: {exc.message}"
+                    return found.with_cause(replace(cause, detail=detail))
             reason = f"session/new refused: {one_line(str(exc))}"
-            return replace(found, status="failed", reason=reason)
+            found = replace(found, status="failed", reason=reason)
+            return found.with_cause(classify(spec, str(exc)))
     return found
 
 
@@ -207,7 +253,7 @@ async def _probe_codex(spec: AgentSpec, timeout: float) -> ProbeResult:
         startup_timeout=timeout,
         name=spec.name,
     ) as codex:
-        return ProbeResult(
+        found = ProbeResult(
             spec.name,
             spec.provider,
             "ok",
@@ -215,6 +261,13 @@ async def _probe_codex(spec: AgentSpec, timeout: float) -> ProbeResult:
             capabilities=("app-server",),
             start_ms=_ms(started),
         )
+        from ..rpc import RPCError
+
+        try:
+            account = await codex.request("account/read", {"refreshToken": False})
+        except RPCError:  # an older codex without it: nothing more to learn
+            return found
+        return found.with_cause(codex_account(spec, account))
 
 
 async def _probe_claude(spec: AgentSpec, timeout: float) -> ProbeResult:
@@ -246,7 +299,7 @@ async def _probe_claude(spec: AgentSpec, timeout: float) -> ProbeResult:
             version=version if isinstance(version, str) else None,
             capabilities=tuple(capabilities),
             start_ms=_ms(started),
-        )
+        ).with_cause(claude_account(spec, init))
 
 
 async def _probe_built(spec: AgentSpec) -> ProbeResult:
@@ -257,9 +310,8 @@ async def _probe_built(spec: AgentSpec) -> ProbeResult:
 
     started = time.monotonic()
     provider = build_provider(spec)
-    if isinstance(provider, AbstractAsyncContextManager):
-        async with provider:
-            pass
+    async with provider:
+        pass
     start_ms = _ms(started)
     caps = provider.capabilities
     summary = ["in-process"] if spec.provider in ("spawn", "fork") else ["plugin"]
@@ -281,6 +333,11 @@ async def _probe_built(spec: AgentSpec) -> ProbeResult:
 
 async def probe_agent(spec: AgentSpec, timeout: float) -> ProbeResult:
     """Probe one agent, bounded by ``timeout`` seconds; never raises for the agent's faults."""
+    with agent_home(spec) as homed:
+        return await _probe_agent(homed, timeout)
+
+
+async def _probe_agent(spec: AgentSpec, timeout: float) -> ProbeResult:
     if spec.provider in ("acp", "codex", "claude-code"):
         if not spec.command:
             return ProbeResult(spec.name, spec.provider, "failed", "no command")
@@ -300,7 +357,8 @@ async def probe_agent(spec: AgentSpec, timeout: float) -> ProbeResult:
             else:
                 result = await _probe_built(spec)
     except Exception as exc:
-        return ProbeResult(spec.name, spec.provider, "failed", _reason(exc))
+        failed = ProbeResult(spec.name, spec.provider, "failed", _reason(exc))
+        return failed.with_cause(classify(spec, str(exc)))
     if result is None:
         return ProbeResult(spec.name, spec.provider, "failed", f"timed out after {timeout:g} s")
     return result

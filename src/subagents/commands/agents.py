@@ -8,9 +8,10 @@
   prints a status table (``--json``: the same as objects). Progress goes to stderr: one
   updated ``probing N/M...`` line on a terminal, else one line per finished probe.
   Exit status: 0 when every probe is fine, 1 otherwise. ``failed`` is never fine;
-  ``not installed`` and ``auth required`` are fine when probing the whole registry (the
-  built-ins name agents one may not have, or not be logged in to) and not fine for an agent
-  named explicitly.
+  ``not installed``, ``needs credentials``, ``not logged in`` and ``no network`` are fine when
+  probing the whole registry (the built-ins name agents one may not have, or not be logged in
+  to) and not fine for an agent named explicitly. A status other than ``ok`` comes with a
+  ``hint`` (a ``  NAME: hint`` line on stderr after the table; ``hint`` in ``--json``).
 * ``subagents agents import FILE`` reads an entry of the official ACP registry (``agent.json``;
   ``-`` for stdin) and prints it as a ``[agents.NAME]`` table (notes on stderr), or appends it
   to ``--write PATH`` (refused, exit 2, if that file already has an entry of that name).
@@ -221,7 +222,7 @@ def _list(agents: dict[str, AgentSpec], *, as_json: bool, out: TextIO) -> None:
 def _probe(args: argparse.Namespace, agents: dict[str, AgentSpec]) -> int:
     import anyio
 
-    from ._agents_probe import probe_all
+    from ._agents_probe import NOT_READY, probe_all
 
     names: list[str] = list(args.probe)
     unknown = [name for name in names if name not in agents]
@@ -270,7 +271,10 @@ def _probe(args: argparse.Namespace, agents: dict[str, AgentSpec]) -> int:
         ]
         _table(("NAME", "STATUS", "VERSION", "CAPABILITIES", "START_MS"), rows, out)
     out.flush()
-    fine = {"ok"} if names else {"ok", "not installed", "auth required"}
+    for r in results:
+        if r.hint and not args.json:
+            sys.stderr.write(f"  {r.name}: {r.hint}\n")
+    fine = {"ok"} if names else {"ok", "not installed", *NOT_READY}
     return 0 if all(r.status in fine for r in results) else EXIT_FAILED
 
 

@@ -22,10 +22,18 @@ Permissions: ``--yes`` allows every request, ``--deny`` denies them all; otherwi
 entry's ``permission``, where ``ask`` asks on the terminal (and denies when there is none).
 
 The first Ctrl-C cancels the child's turn (the run's signal); a second one stops the child at
-once. ``--timeout`` (or the entry's ``timeout``) cancels the turn when it runs out.
+once. ``--timeout`` (or the entry's ``timeout``) cancels the turn when it runs out;
+``--first-event-timeout`` (or the entry's ``first_event_timeout``, 120 s by default) ends the
+run when the agent has sent nothing by then, naming the cause and what to do. The known ways a
+built-in cannot reach its model end the run within seconds, with one line naming the cause
+(``needs credentials``, ``not logged in``, ``no network``) and a hint: Codex's ``account/read``
+is asked before the turn, and its "waiting for network" retry notice ends it. Codex and Claude
+agents keep their state in the user's own ``~/.codex`` or ``~/.claude`` when it exists, else in
+a private temporary directory (nothing is created in the home directory).
 
-Exit status: 0 completed, 1 failed (or could not start), 2 bad usage, unknown agent or bad
-configuration, 124 timed out, 130 cancelled.
+Exit status: 0 completed, 1 failed (or could not start, or cannot reach its model: no
+credentials, not logged in, no network), 2 bad usage, unknown agent or bad configuration, 124
+timed out (``--timeout``, or no first event within ``--first-event-timeout``), 130 cancelled.
 """
 
 from __future__ import annotations
@@ -36,17 +44,18 @@ import signal
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Final, TextIO, cast, final
+from typing import TYPE_CHECKING, Any, Final, TextIO, cast, final
 
 import anyio
 
 from ..config import AgentSpec, ConfigError, Permission, load_agents
 from ..providers.contract import (
     CancelSignal,
+    OtherProgress,
+    ProgressEvent,
     SubagentError,
     SubagentErrorCode,
     SubagentOutcome,
-    SubagentProvider,
     SubagentRequest,
 )
 from ._common import (
@@ -58,8 +67,12 @@ from ._common import (
     error_line,
     unknown_agents,
 )
+from ._readiness import NotReady, agent_home, classify, offline_notice
 from ._run_console import Console, format_seconds
 from ._run_permissions import Permissions
+
+if TYPE_CHECKING:
+    from ..providers.factory import ManagedProvider
 
 __all__ = ("RunOptions", "add_parser", "run", "run_async")
 
@@ -76,8 +89,9 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
             "Run PROMPT through the agent AGENT (a registry entry: see `subagents agents`). "
             "The agent's text streams to stdout; tool calls, plans and the outcome are noted "
             "on stderr. Ctrl-C cancels the turn; a second Ctrl-C stops the agent. Exit status: "
-            "0 completed, 1 failed, 2 usage or configuration error, 124 timed out, "
-            "130 cancelled."
+            "0 completed, 1 failed (also: needs credentials, not logged in, no network), "
+            "2 usage or configuration error, 124 timed out (--timeout, or no first event "
+            "within --first-event-timeout), 130 cancelled."
         ),
     )
     parser.add_argument("agent", metavar="AGENT", help="the agent's name in the registry")
@@ -111,6 +125,13 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         help="cancel the turn after this long (overrides the entry's timeout; 0: no limit)",
     )
     parser.add_argument(
+        "--first-event-timeout",
+        metavar="SECONDS",
+        type=float,
+        help="end the run when the agent sent nothing this long after the start (overrides "
+        "the entry's first_event_timeout, 120 by default; 0: no limit)",
+    )
+    parser.add_argument(
         "--cwd", metavar="DIR", help="the agent's working directory (overrides the entry's)"
     )
     return parser
@@ -130,6 +151,7 @@ class RunOptions:
     """Whether an ``ask`` policy may ask on the terminal."""
     json_mode: bool = False
     timeout: float | None = None
+    first_event_timeout: float | None = None
 
 
 class _UsageError(Exception):
@@ -186,6 +208,14 @@ def _options(args: argparse.Namespace) -> RunOptions:
             f"--timeout: expected seconds >= 0, not {args.timeout}",
             hint="--timeout 300 allows five minutes; --timeout 0 sets no limit",
         )
+    first_arg: float | None = getattr(args, "first_event_timeout", None)
+    first_event = first_arg if first_arg is not None else spec.first_event_timeout
+    if first_event is not None and (first_event != first_event or first_event < 0):
+        raise _UsageError(
+            "USAGE",
+            f"--first-event-timeout: expected seconds >= 0, not {first_arg}",
+            hint="--first-event-timeout 300 waits five minutes; 0 sets no limit",
+        )
     if args.cwd is not None:
         cwd = Path(args.cwd).expanduser()
         if not cwd.is_dir():
@@ -218,6 +248,7 @@ def _options(args: argparse.Namespace) -> RunOptions:
         interactive=interactive,
         json_mode=bool(args.json),
         timeout=timeout or None,
+        first_event_timeout=first_event or None,
     )
 
 
@@ -282,6 +313,10 @@ class _Stops:
         self.hard = anyio.CancelScope()
         """Cancelled to stop the child at once (second Ctrl-C, or the grace ran out)."""
         self.hard_reason = ""
+        self.first_event = anyio.Event()
+        """Set by the agent's first event (or the end of the run)."""
+        self.not_ready: NotReady | None = None
+        """Why the agent cannot reach its model, when that ended the run."""
 
     def stop(self, reason: str) -> None:
         if not self.hard.cancel_called:
@@ -315,6 +350,32 @@ async def _time_out(seconds: float, cancel: CancelSignal, stops: _Stops) -> None
         cancel.cancel(f"timed out after {format_seconds(seconds)} s")
 
 
+async def _first_event_deadline(
+    seconds: float, spec: AgentSpec, cancel: CancelSignal, stops: _Stops
+) -> None:
+    with anyio.move_on_after(seconds):
+        await stops.first_event.wait()
+        return
+    if not cancel.cancelled:
+        stops.timed_out = True
+        cancel.cancel(
+            f"{spec.name} sent nothing within {format_seconds(seconds)} s of the start; "
+            f"check that it can reach its model (`subagents agents --probe {spec.name}`), or "
+            "wait longer with --first-event-timeout"
+        )
+
+
+async def _not_ready(spec: AgentSpec) -> NotReady | None:
+    """Codex's own account query before the turn (a run without credentials would retry
+    for minutes); None when it is fine or cannot be asked."""
+    if spec.provider != "codex":
+        return None
+    from ._agents_probe import probe_agent
+
+    result = await probe_agent(spec, min(spec.startup_timeout, 30.0))
+    return result.not_ready
+
+
 async def _stop_after_grace(cancel: CancelSignal, stops: _Stops, console: Console) -> None:
     await cancel.wait()
     await anyio.sleep(STOP_GRACE)
@@ -336,6 +397,9 @@ def _start_hint(spec: AgentSpec, exc: BaseException) -> str | None:
                 "./scripts/setup or install it (or fix the entry's command)"
             )
         cause = cause.__cause__
+    known = classify(spec, f"{exc} {exc.__cause__ or ''}")
+    if known is not None:
+        return known.hint
     if "auth" in str(exc).lower():
         return f"{spec.name} needs credentials: log in with it, or set its API key"
     if spec.command:
@@ -355,6 +419,20 @@ async def run_async(options: RunOptions, out: TextIO, err: TextIO, debug: bool =
     """Run the delegation of ``options``, rendering it on ``out``/``err``; the exit status.
 
     Must run in the main thread (it handles SIGINT)."""
+    with agent_home(options.spec) as spec:
+        return await _run_async(replace(options, spec=spec), out, err, debug)
+
+
+def _report_not_ready(spec: AgentSpec, not_ready: NotReady, console: Console, debug: bool) -> int:
+    said = f" ({not_ready.detail})" if not_ready.detail else ""
+    message = f"{spec.name} cannot take a prompt: {not_ready.cause}{said}"
+    code = not_ready.cause.upper().replace(" ", "_")
+    console.event({"event": "error", "code": code, "message": message, "hint": not_ready.hint})
+    error_line("run", message, hint=not_ready.hint, debug=debug)
+    return EXIT_FAILED
+
+
+async def _run_async(options: RunOptions, out: TextIO, err: TextIO, debug: bool) -> int:
     from ..providers.factory import BuildContext, UnknownProviderKind, build_provider
 
     console = Console(out, err, json_mode=options.json_mode)
@@ -388,7 +466,12 @@ async def run_async(options: RunOptions, out: TextIO, err: TextIO, debug: bool =
         if options.timeout:
             tg.start_soon(_time_out, options.timeout, cancel, stops)
         tg.start_soon(_stop_after_grace, cancel, stops, console)
+        if options.first_event_timeout:
+            tg.start_soon(_first_event_deadline, options.first_event_timeout, spec, cancel, stops)
         try:
+            not_ready = await _not_ready(spec)
+            if not_ready is not None:
+                return _report_not_ready(spec, not_ready, console, debug)
             return await _delegate(provider, options, console, cancel, stops, debug)
         finally:
             tg.cancel_scope.cancel()
@@ -396,7 +479,7 @@ async def run_async(options: RunOptions, out: TextIO, err: TextIO, debug: bool =
 
 
 async def _delegate(
-    provider: SubagentProvider,
+    provider: ManagedProvider,
     options: RunOptions,
     console: Console,
     cancel: CancelSignal,
@@ -410,7 +493,7 @@ async def _delegate(
     outcome: SubagentOutcome | None = None
     child_id = ""
     streamed = False
-    async with provider:  # pyright: ignore[reportGeneralTypeIssues]
+    async with provider:
         with stops.hard:
             parent: str | None = None
             if isinstance(provider, ForkProvider):
@@ -443,6 +526,7 @@ async def _delegate(
                         async for event in events:
                             streamed = streamed or (event.kind == "text" and bool(event.text))
                             console.progress(event)
+                            _first_event(spec, event, cancel, stops)
                     outcome = await child.result()
     if outcome is None:  # stopped outright
         outcome = SubagentOutcome.cancelled(child_id, stops.hard_reason or "stopped")
@@ -450,4 +534,25 @@ async def _delegate(
         # Nothing came live: show the result itself.
         console.progress_text(outcome.output)
     console.outcome(outcome, anyio.current_time() - started)
+    not_ready = stops.not_ready
+    if not_ready is None and outcome.status == "failed" and outcome.message:
+        not_ready = classify(spec, outcome.message)
+    if not_ready is not None:
+        return _report_not_ready(spec, not_ready, console, debug)
     return _exit_status(outcome, stops)
+
+
+def _first_event(
+    spec: AgentSpec, event: ProgressEvent, cancel: CancelSignal, stops: _Stops
+) -> None:
+    """Note the agent's first event; end the run on a notice that it has no network. A retry
+    notice is no sign of life."""
+    offline = offline_notice(spec, event)
+    if offline is not None:
+        if stops.not_ready is None and not cancel.cancelled:
+            stops.not_ready = offline
+            cancel.cancel(offline.line(spec.name))
+        return
+    if isinstance(event, OtherProgress) and (event.data or {}).get("will_retry") is True:
+        return
+    stops.first_event.set()

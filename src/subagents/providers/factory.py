@@ -19,7 +19,8 @@ from __future__ import annotations
 import importlib.metadata
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, cast, final
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final, Protocol, Self, TypeAlias, cast, final
 
 from .contract import SubagentProvider
 
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = (
     "ENTRY_POINT_GROUP",
     "BuildContext",
+    "ManagedProvider",
     "PermissionQuestion",
     "ProviderFactory",
     "UnknownProviderKind",
@@ -69,10 +71,30 @@ class BuildContext:
     ask: Asker | None = None
 
 
-class ProviderFactory(Protocol):
-    """What a plugin's entry point names."""
+class ManagedProvider(SubagentProvider, Protocol):
+    """A provider that is also an async context manager: what :func:`build_provider` returns.
 
-    def __call__(self, spec: AgentSpec, context: BuildContext) -> SubagentProvider: ...
+    Entered once, with ``async with provider:`` (it owns its children's tasks and processes
+    until the block ends); ``__aenter__`` returns the provider itself.
+    """
+
+    async def __aenter__(self) -> Self: ...
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+        /,
+    ) -> bool | None: ...
+
+
+class ProviderFactory(Protocol):
+    """What a plugin's entry point names: called as ``factory(spec, context)``, it returns a
+    :class:`ManagedProvider` (a provider with nothing to set up returns itself from
+    ``__aenter__``)."""
+
+    def __call__(self, spec: AgentSpec, context: BuildContext) -> ManagedProvider: ...
 
 
 def plugin_factories() -> dict[str, importlib.metadata.EntryPoint]:
@@ -158,10 +180,24 @@ def model_adapter(spec: AgentSpec) -> LlmAdapter:
         raise ConfigError(f"{spec.name}: {exc}") from exc
 
 
-def build_provider(spec: AgentSpec, context: BuildContext | None = None) -> SubagentProvider:
-    """The provider for ``spec``, named ``spec.name`` (see the module docstring). Raises
-    :class:`UnknownProviderKind` for a name no built-in or plugin has, and
-    :class:`~subagents.config.ConfigError` for an entry the provider cannot use."""
+def build_provider(spec: AgentSpec, context: BuildContext | None = None) -> ManagedProvider:
+    """The provider for the registry entry ``spec``, named ``spec.name``, not yet started.
+
+    ``spec`` is an :class:`~subagents.config.AgentSpec` (one value of
+    :func:`~subagents.config.load_agents`); ``context`` carries what the entry may need
+    besides itself (``context.ask``, asked when ``spec.permission`` is ``ask``; without it
+    such requests are denied). Building starts nothing: the provider is an async context
+    manager, entered once, that owns every child process and task it starts::
+
+        async with build_provider(spec) as provider:
+            run = await provider.start(SubagentRequest("hello"), cancel=CancelSignal())
+            async with run:
+                outcome = await run.result()
+
+    Raises :class:`UnknownProviderKind` for a ``spec.provider`` no built-in or installed
+    plugin has, and :class:`~subagents.config.ConfigError` for an entry its provider cannot
+    use (a ``claude-code`` entry without a model, a bad ``turn_deadline`` or model adapter).
+    """
     context = context or BuildContext()
     kind = spec.provider
     cwd = spec.cwd

@@ -1,0 +1,204 @@
+"""Whether an agent can take a prompt, and where it keeps its state: shared by ``run`` and
+``agents --probe``.
+
+- :func:`agent_home`: the environment that gives a Codex or Claude agent its state
+  directory. The user's own (``$CODEX_HOME`` or ``~/.codex``; ``$CLAUDE_CONFIG_DIR`` or
+  ``~/.claude``) when it exists, since that is where their login lives; otherwise a private
+  temporary directory, removed afterwards, so that a probe or a run creates nothing in the
+  user's home. An entry whose ``env`` sets ``HOME`` or the agent's variable keeps it.
+- :class:`NotReady`: a known reason an agent cannot take a prompt (``needs credentials``,
+  ``not logged in``, ``no network``), with a one-line hint, found from each protocol's own
+  account query (Codex ``account/read``, Claude Code's ``account`` in its initialize
+  answer) or from what the agent said when it failed (:func:`classify`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Generator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias, cast, final
+
+if TYPE_CHECKING:
+    from ..config import AgentSpec
+    from ..providers.contract import ProgressEvent
+
+__all__ = (
+    "Cause",
+    "NotReady",
+    "agent_family",
+    "agent_home",
+    "classify",
+    "claude_account",
+    "codex_account",
+    "offline_notice",
+)
+
+Cause: TypeAlias = Literal["needs credentials", "not logged in", "no network"]
+Family: TypeAlias = Literal["codex", "claude"]
+
+_HOME_VARIABLE: Final[Mapping[Family, tuple[str, str]]] = {
+    "codex": ("CODEX_HOME", ".codex"),
+    "claude": ("CLAUDE_CONFIG_DIR", ".claude"),
+}
+_KEY_VARIABLES: Final[Mapping[Family, tuple[str, ...]]] = {
+    "codex": ("OPENAI_API_KEY", "CODEX_API_KEY"),
+    "claude": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"),
+}
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class NotReady:
+    """Why an agent cannot take a prompt: ``cause``, what it said, and what to do."""
+
+    cause: Cause
+    detail: str
+    hint: str
+
+    def line(self, name: str) -> str:
+        said = f" ({self.detail})" if self.detail else ""
+        return f"{name}: {self.cause}{said}"
+
+
+def agent_family(spec: AgentSpec) -> Family | None:
+    """``codex`` or ``claude`` for the agents whose state directory is known, else None."""
+    if spec.provider == "codex":
+        return "codex"
+    if spec.provider == "claude-code":
+        return "claude"
+    if spec.provider == "acp" and spec.command:
+        program = Path(spec.command[0]).name
+        if program.startswith("codex"):
+            return "codex"
+        if program.startswith("claude"):
+            return "claude"
+    return None
+
+
+@contextmanager
+def agent_home(spec: AgentSpec) -> Generator[AgentSpec]:
+    """``spec`` with its agent's state directory in ``env`` (see the module docstring)."""
+    family = agent_family(spec)
+    if family is None:
+        yield spec
+        return
+    variable, default = _HOME_VARIABLE[family]
+    if "HOME" in spec.env or variable in spec.env:
+        yield spec
+        return
+    own = os.environ.get(variable) or str(Path.home() / default)
+    if Path(own).is_dir():
+        yield replace(spec, env={**spec.env, variable: own})
+        return
+    private = tempfile.mkdtemp(prefix=f"subagents-{family}-home-")
+    try:
+        yield replace(spec, env={**spec.env, variable: private})
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+
+
+def _login_hint(spec: AgentSpec, family: Family) -> str:
+    keys = " or ".join(_KEY_VARIABLES[family][:1])
+    if family == "codex":
+        how = "log in with `codex login`"
+    else:
+        how = "log in by running `claude` and typing /login"
+    return (
+        f"{how} (your login in ~/.{family} is used), or give the entry its key: "
+        f'[agents.{spec.name}] env = {{ {keys} = "..." }}'
+    )
+
+
+def _has_key(spec: AgentSpec, family: Family) -> bool:
+    return any(spec.env.get(name) for name in _KEY_VARIABLES[family])
+
+
+def codex_account(spec: AgentSpec, response: object) -> NotReady | None:
+    """The answer to Codex's ``account/read``: ``needs credentials`` when it has no account
+    but needs OpenAI auth, and the entry gives it no key either."""
+    if not isinstance(response, dict):
+        return None
+    answer = cast(dict[str, object], response)
+    if answer.get("account") is None and answer.get("requiresOpenaiAuth") is True:
+        if _has_key(spec, "codex"):
+            return None
+        return NotReady("needs credentials", "account/read: no account", _login_hint(spec, "codex"))
+    return None
+
+
+def claude_account(spec: AgentSpec, init: Mapping[str, object]) -> NotReady | None:
+    """Claude Code's initialize answer: ``not logged in`` when its ``account`` has no token
+    and no API key for the first-party API (Bedrock and Vertex log in elsewhere)."""
+    account = init.get("account")
+    if not isinstance(account, dict):
+        return None
+    fields = cast(dict[str, object], account)
+    if fields.get("apiProvider", "firstParty") != "firstParty":
+        return None
+    if fields.get("tokenSource", "none") != "none" or fields.get("apiKeySource", "none") != "none":
+        return None
+    if _has_key(spec, "claude"):
+        return None
+    return NotReady("not logged in", "no token and no API key", _login_hint(spec, "claude"))
+
+
+def _network_hint(spec: AgentSpec) -> str:
+    return (
+        f"{spec.name} cannot reach its model: check the network (and any proxy) and that "
+        "its model's API is reachable from here, then retry"
+    )
+
+
+def offline_notice(spec: AgentSpec, event: ProgressEvent) -> NotReady | None:
+    """A progress event saying the agent has no network (Codex's retry notice ``Reconnecting...
+    waiting for network``, an ``error`` notification with ``willRetry``)."""
+    from ..providers.contract import OtherProgress
+
+    if not isinstance(event, OtherProgress) or "waiting for network" not in event.text.lower():
+        return None
+    return NotReady("no network", event.text.strip(), _network_hint(spec))
+
+
+_NOT_LOGGED_IN: Final = ("not logged in", "please run /login", "invalid api key")
+_CREDENTIALS: Final = (
+    "authentication required",
+    "auth_required",
+    "unauthorized",
+    "api key",
+    "credentials",
+)
+_NETWORK: Final = (
+    "waiting for network",
+    "enotfound",
+    "eai_again",
+    "getaddrinfo",
+    "network is unreachable",
+    "connection refused",
+    "error sending request",
+)
+
+
+def classify(spec: AgentSpec, message: str) -> NotReady | None:
+    """What the agent said when it failed, as a known cause (else None)."""
+    text = " ".join(message.split())
+    lower = text.lower()
+    family = agent_family(spec)
+    login = _login_hint(spec, family) if family is not None else None
+    if any(marker in lower for marker in _NOT_LOGGED_IN):
+        return NotReady(
+            "not logged in", text, login or f"log in with {spec.name}, or give it its API key"
+        )
+    if any(marker in lower for marker in _CREDENTIALS):
+        return NotReady(
+            "needs credentials",
+            text,
+            login or f"{spec.name} needs credentials: log in with it, or set its API key",
+        )
+    if any(marker in lower for marker in _NETWORK):
+        return NotReady("no network", text, _network_hint(spec))
+    return None

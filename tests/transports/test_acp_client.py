@@ -386,3 +386,35 @@ async def test_an_opt_in_sandbox_serves_fs_inside_its_root_only(tmp_path: Path) 
         "terminal": False,
     }
     assert results == [{"content": "inside\n"}, -32602]
+
+
+class _EagerAgent(FakeAgent):
+    """Sends an ``available_commands_update`` for the new session as it creates it (as
+    claude-agent-acp does right after its answer), and one for an id it never hands out."""
+
+    async def on_request(self, method: str, params: JsonValue) -> object:
+        if method == "session/new":
+            await self.update(
+                {"sessionUpdate": "available_commands_update", "availableCommands": []}
+            )
+            assert self.peer is not None
+            for n in range(20):
+                await self.peer.notify(
+                    "session/update",
+                    {"sessionId": f"never-{n}", "update": chunk("stray")},
+                )
+        return await super().on_request(method, params)
+
+
+async def test_an_update_for_a_session_not_known_yet_is_kept_for_it() -> None:
+    """ACP session setup: an update for the session that ``session/new`` is creating can be
+    handled before the caller has the answer (trio runs the two in either order); it lands in
+    the session's ``idle_updates`` instead of being dropped. Updates for ids no session ever
+    claims are kept for at most 16 ids (then dropped, logged), never without bound."""
+    agent = _EagerAgent()
+    async with connected(agent) as connection:
+        session = await connection.new_session(cwd="/tmp")
+        kinds = [type(update).__name__ for update in session.idle_updates]
+        assert kinds == ["AvailableCommandsUpdateSessionUpdate"]
+        # 16 ids at most: the session's own (claimed since) and 15 of the 20 strays.
+        assert sorted(connection.unclaimed) == sorted(f"never-{n}" for n in range(15))

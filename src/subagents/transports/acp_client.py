@@ -431,6 +431,10 @@ class AgentConnection:
         """The agent's process, when this connection started it."""
         self.cancel_timeout = cancel_timeout
         self.sessions: dict[str, ClientSession] = {}
+        self.unclaimed: dict[str, deque[acp.SessionUpdate]] = {}
+        """Updates for a session id not known yet, kept for the session that claims it: an
+        agent may send one (``available_commands_update``) right after the ``session/new``
+        answer, and it can be handled before the caller has seen the answer."""
 
     # -- what the agent said about itself
 
@@ -565,8 +569,20 @@ class AgentConnection:
         config_options: list[Any] | None,
     ) -> ClientSession:
         session = ClientSession(self, session_id, modes, config_options)
+        session.idle_updates.extend(self.unclaimed.pop(session_id, ()))
         self.sessions[session_id] = session
         return session
+
+    def stash(self, session_id: str, update: acp.SessionUpdate) -> bool:
+        """Keep an update for a session not known yet (see :attr:`unclaimed`); ``False`` when
+        :data:`UNCLAIMED_SESSIONS` other ids are already waiting (the update is dropped)."""
+        kept = self.unclaimed.get(session_id)
+        if kept is None:
+            if len(self.unclaimed) >= UNCLAIMED_SESSIONS:
+                return False
+            kept = self.unclaimed[session_id] = deque(maxlen=UNCLAIMED_UPDATES)
+        kept.append(update)
+        return True
 
 
 def _absolute(cwd: str | os.PathLike[str] | None) -> str:
@@ -593,6 +609,8 @@ class _ClientHandlers:
         connection = self.connection
         session = None if connection is None else connection.sessions.get(note.session_id)
         if session is None:
+            if connection is not None and connection.stash(note.session_id, note.update):
+                return
             logger.warning("session/update for unknown session %r ignored", note.session_id)
             return
         if isinstance(note.update, acp.ToolCallSessionUpdate):
@@ -651,6 +669,11 @@ class _ClientHandlers:
             outcome = _outcome_cancelled()
         return acp.RequestPermissionResponse(outcome=outcome)
 
+
+UNCLAIMED_SESSIONS: Final = 16
+"""At most this many unknown session ids have updates kept (:attr:`AgentConnection.unclaimed`)."""
+UNCLAIMED_UPDATES: Final = 256
+"""At most this many updates are kept per unknown session id (the oldest go first)."""
 
 _models_ready = False
 

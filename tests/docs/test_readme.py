@@ -44,3 +44,20 @@ def test_the_registry_example_is_a_valid_registry_file() -> None:
     assert sorted(agents) == ["local-model", "my-agent"]
     assert agents["my-agent"].permission == "ask"
     assert agents["local-model"].options["adapter"] == "openai"
+
+
+def test_the_delegate_example_streams_the_reference_agent_and_its_outcome(tmp_path: Path) -> None:
+    """Issue 19: the README's `subagents.delegate` example runs as written, from another
+    directory."""
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    [example] = [b for b in blocks if "subagents.delegate(" in b]
+    done = subprocess.run(
+        [sys.executable, "-c", example],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "hello\n[completed]\n"

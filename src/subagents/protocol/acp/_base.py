@@ -542,10 +542,12 @@ def _model_reference(cls: type[ACPModel], deps: set[type[ACPModel]]) -> cs.CoreS
                     validation_alias=info.validation_alias,
                     serialization_alias=info.serialization_alias,
                 )
+            tagged = bool(cls._acp_tags)  # pyright: ignore[reportPrivateUsage] - its own class
             _model_schemas[cls] = cs.model_schema(
                 cls,
                 cs.model_fields_schema(fields, model_name=cls.__name__, extra_behavior="allow"),
-                post_init="model_post_init",
+                # Only union variants have tags to count as set: no Python call for the rest.
+                post_init="model_post_init" if tagged else None,
                 config=_CONFIG,
                 extra_behavior="allow",
                 ref=_ref(cls),

@@ -276,13 +276,15 @@ def _which(name: str, fallback: str | None) -> str:
 def builtin_agents() -> dict[str, AgentSpec]:
     """The built-in entries: the reference agent, Codex (app-server), Claude Code, the two ACP
     adapters from npm, and the in-process spawn and fork runtimes on the offline model.
-    Commands are found on ``PATH``, else in the project's npm cache (``scripts/setup``)."""
+    Commands are found on ``PATH``, else under the npm prefix
+    (:func:`~subagents.testing.npm_agents.npm_prefix`: ``subagents agents install`` or, in a
+    checkout, ``scripts/setup`` installs them there)."""
     codex = _which("codex", None)
     if shutil.which("codex") is None:
         from .testing.npm_agents import npm_file
 
         native = npm_file("@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex")
-        codex = str(native) if native is not None else "codex"
+        codex = str(native) if native is not None else (_npm_bin("codex") or "codex")
     entries = [
         AgentSpec(
             "reference",

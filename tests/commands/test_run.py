@@ -161,7 +161,7 @@ def test_an_agent_that_cannot_start_exits_one_with_a_hint(home: Path) -> None:
     lines = done.stderr.splitlines()
     assert lines[0].startswith("subagents run: ghost could not start: ")
     assert "No such file or directory" in lines[0]
-    assert "./scripts/setup" in lines[1]
+    assert "is not installed: install it, or fix the entry's command" in lines[1]  # not a built-in
     assert "Traceback" not in done.stderr
     json_done = subagents_run(home, "ghost", "hello", "--config", str(config), "--json")
     [event] = json_lines(json_done.stdout)

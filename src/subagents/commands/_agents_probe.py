@@ -342,8 +342,14 @@ async def _probe_agent(spec: AgentSpec, timeout: float) -> ProbeResult:
         if not spec.command:
             return ProbeResult(spec.name, spec.provider, "failed", "no command")
         if find_command(spec) is None:
+            from ..testing.npm_agents import install_hint
+
             return ProbeResult(
-                spec.name, spec.provider, "not installed", f"{spec.command[0]}: not found"
+                spec.name,
+                spec.provider,
+                "not installed",
+                f"{spec.command[0]}: not found",
+                hint=install_hint(spec.name if spec.source == "built-in" else ""),
             )
     result: ProbeResult | None = None
     try:

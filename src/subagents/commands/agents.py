@@ -15,6 +15,10 @@
 * ``subagents agents import FILE`` reads an entry of the official ACP registry (``agent.json``;
   ``-`` for stdin) and prints it as a ``[agents.NAME]`` table (notes on stderr), or appends it
   to ``--write PATH`` (refused, exit 2, if that file already has an entry of that name).
+* ``subagents agents install [NAME ...]`` installs the built-in npm agents (all, or the
+  named ones) at their pinned versions into the per-user npm prefix the built-ins are looked
+  up in (``$SUBAGENTS_NPM_PREFIX``, else ``$XDG_DATA_HOME/subagents/npm``); its exit statuses
+  are in its ``--help`` (:mod:`._agents_install`).
 
 Errors are one line on stderr, then a ``  hint:`` line saying what to do (a traceback first
 with ``--debug``); a mistyped agent name gets the closest known names ("did you mean"): exit
@@ -120,6 +124,9 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     importer.add_argument(
         "--write", type=Path, metavar="PATH", help="append the entry to this registry file"
     )
+    from . import _agents_install
+
+    _agents_install.add_parser(actions)
     return parser
 
 
@@ -130,6 +137,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         if getattr(args, "agents_action", None) == "import":
             return _import(args)
+        if getattr(args, "agents_action", None) == "install":
+            from . import _agents_install
+
+            return _agents_install.run(args)
         agents = _load(args.config)
         if args.probe is not None:
             return _probe(args, agents)

@@ -89,6 +89,7 @@ async def _providers(root: Path) -> AsyncGenerator[dict[str, Entry], None]:
     from ..providers.spawn import SpawnProvider
     from ..testing.fake_models import anthropic_messages, openai_responses
     from ..testing.fake_models._http import serve
+    from ..testing.npm_agents import install_hint
 
     work = root / "work"
     work.mkdir()
@@ -104,7 +105,7 @@ async def _providers(root: Path) -> AsyncGenerator[dict[str, Entry], None]:
         rows["fork"] = Entry("fork", fork, runtime=runtime)
         codex = openai_responses.codex_command()
         if codex is None:
-            rows["codex"] = Entry("codex", skipped="not installed (run ./scripts/setup)")
+            rows["codex"] = Entry("codex", skipped=f"not installed ({install_hint('codex')})")
         else:
             from ..providers.codex import CodexProvider
 
@@ -115,7 +116,7 @@ async def _providers(root: Path) -> AsyncGenerator[dict[str, Entry], None]:
         claude = anthropic_messages.claude_cli_path()
         if claude is None:
             rows["claude-code"] = Entry(
-                "claude-code", skipped="not installed (run ./scripts/setup)"
+                "claude-code", skipped=f"not installed ({install_hint('claude-code')})"
             )
         else:
             from ..providers.claude_code import ClaudeCodeProvider

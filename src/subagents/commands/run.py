@@ -392,10 +392,10 @@ def _start_hint(spec: AgentSpec, exc: BaseException) -> str | None:
         if isinstance(cause, FileNotFoundError) or (
             isinstance(cause, OSError) and "No such file" in str(cause)
         ):
-            return (
-                f"{spec.command[0] if spec.command else spec.name!r} is not installed: run "
-                "./scripts/setup or install it (or fix the entry's command)"
-            )
+            from ..testing.npm_agents import install_hint
+
+            hint = install_hint(spec.name if spec.source == "built-in" else "")
+            return f"{spec.command[0] if spec.command else spec.name!r} is not installed: {hint}"
         cause = cause.__cause__
     known = classify(spec, f"{exc} {exc.__cause__ or ''}")
     if known is not None:

@@ -147,15 +147,19 @@ def test_the_json_run_ends_with_an_error_event_naming_the_cause(home: Path) -> N
 def test_the_probe_tells_which_builtins_cannot_take_a_prompt(home: Path) -> None:
     """Issue 19 / 2: `agents --probe` says `ok` only when the agent can take a prompt: Codex
     through account/read, Claude Code through the account of its initialize answer, ACP
-    through session/new; each with a hint. Named explicitly, they are not fine (exit 1)."""
-    for name in ("codex", "claude-code", "codex-acp"):
+    through session/new, claude-agent-acp (no auth query at all) by there being no Claude
+    login to find and no key; each with a hint. Named explicitly, they are not fine (exit 1)."""
+    names = ("codex", "claude-code", "codex-acp", "claude-agent-acp")
+    for name in names:
         installed(name)
-    done = subagents(home, "agents", "--json", "--probe", "codex", "claude-code", "codex-acp")
+    done = subagents(home, "agents", "--json", "--probe", *names)
     assert done.returncode == 1, done.stderr
     results = {r["name"]: r for r in json.loads(done.stdout)}
     assert results["codex"]["status"] == "needs credentials"
     assert results["claude-code"]["status"] == "not logged in"
     assert results["codex-acp"]["status"] == "needs credentials"
+    assert results["claude-agent-acp"]["status"] == "needs credentials"
+    assert "no Claude login" in results["claude-agent-acp"]["reason"]
     assert all(r["hint"] for r in results.values())
     assert_home_untouched(home)
 

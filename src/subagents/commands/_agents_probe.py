@@ -30,6 +30,7 @@ from ._readiness import (
     agent_home,
     classify,
     claude_account,
+    claude_login_absent,
     codex_account,
 )
 
@@ -333,8 +334,10 @@ async def _probe_built(spec: AgentSpec) -> ProbeResult:
 
 async def probe_agent(spec: AgentSpec, timeout: float) -> ProbeResult:
     """Probe one agent, bounded by ``timeout`` seconds; never raises for the agent's faults."""
+    login = claude_login_absent(spec) if spec.provider == "acp" else None  # before agent_home
     with agent_home(spec) as homed:
-        return await _probe_agent(homed, timeout)
+        found = await _probe_agent(homed, timeout)
+    return found.with_cause(login) if found.status == "ok" else found
 
 
 async def _probe_agent(spec: AgentSpec, timeout: float) -> ProbeResult:

@@ -34,6 +34,7 @@ __all__ = (
     "agent_home",
     "classify",
     "claude_account",
+    "claude_login_absent",
     "codex_account",
     "offline_notice",
 )
@@ -145,6 +146,31 @@ def claude_account(spec: AgentSpec, init: Mapping[str, object]) -> NotReady | No
     if _has_key(spec, "claude"):
         return None
     return NotReady("not logged in", "no token and no API key", _login_hint(spec, "claude"))
+
+
+def claude_login_absent(spec: AgentSpec) -> NotReady | None:
+    """For a Claude agent that has no account query (claude-agent-acp: no ``authMethods``, and
+    ``session/new`` succeeds without a login): ``needs credentials`` when no login can exist,
+    that is the user has no Claude state directory (``$CLAUDE_CONFIG_DIR`` or ``~/.claude``) and
+    no API key is set, neither in the entry nor here. With a state directory nothing is claimed
+    (the login may live in a keychain). Call it with the entry as configured, before
+    :func:`agent_home` gives it a private directory."""
+    if agent_family(spec) != "claude":
+        return None
+    variable, default = _HOME_VARIABLE["claude"]
+    if "HOME" in spec.env or variable in spec.env:
+        return None
+    keys = _KEY_VARIABLES["claude"]
+    if _has_key(spec, "claude") or any(os.environ.get(name) for name in keys):
+        return None
+    own = os.environ.get(variable) or str(Path.home() / default)
+    if Path(own).is_dir():
+        return None
+    return NotReady(
+        "needs credentials",
+        f"no Claude login ({own} does not exist) and no {keys[0]}",
+        _login_hint(spec, "claude"),
+    )
 
 
 def _network_hint(spec: AgentSpec) -> str:

@@ -79,6 +79,20 @@ async def test_closing_the_stream_early_reaps_the_child_process() -> None:
     assert descendants() == set()
 
 
+async def test_a_break_inside_async_with_reaps_the_child_process() -> None:
+    """Issue 19 (5): ``async with subagents.delegate(...) as events`` around the loop makes a
+    bare ``break`` safe: leaving the block disposes of the run and reaps the child, in the
+    consumer's task (no ResourceWarning: warnings are errors in this suite)."""
+    before = snapshot()
+    with anyio.fail_after(30):
+        async with subagents.delegate("reference", "slow 600") as events:
+            async for event in events:
+                assert event.kind == "text"
+                break
+        assert descendants() == set()
+    assert_no_leak(before)
+
+
 async def test_a_cancelled_consumer_leaves_no_child_process() -> None:
     """Issue 19 (5): cancelling the consumer while it waits for the next event disposes the
     run and reaps the child; the cancellation propagates as usual."""

@@ -17,6 +17,7 @@ child processes), :mod:`subagents.providers` (the run contract and its providers
 
 TYPE_CHECKING = False  # not `from typing import TYPE_CHECKING`: typing takes ~10 ms to import
 if TYPE_CHECKING:
+    from ._delegate import Delegation as Delegation
     from ._delegate import DelegationEvent as DelegationEvent
     from ._delegate import DelegationOutcome as DelegationOutcome
     from ._delegate import UnknownAgent as UnknownAgent
@@ -37,6 +38,7 @@ _WHERE: dict[str, str] = {
     "AgentSpec": ".config",
     "CancelSignal": ".providers.contract",
     "ConfigError": ".config",
+    "Delegation": "._delegate",
     "DelegationEvent": "._delegate",
     "DelegationOutcome": "._delegate",
     "ProgressEvent": ".providers.contract",
@@ -72,6 +74,7 @@ __all__ = (
     "AgentSpec",
     "CancelSignal",
     "ConfigError",
+    "Delegation",
     "DelegationEvent",
     "DelegationOutcome",
     "ProgressEvent",

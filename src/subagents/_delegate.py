@@ -25,14 +25,15 @@ A registry name's provider is built, entered and closed by the delegation: every
 process and task it starts ends before the outcome is yielded. A provider instance is the
 caller's: pass an open one (inside its ``async with``); the delegation owns only the run.
 
-Stopping early: close the generator (``aclose()``, or ``async with
-contextlib.aclosing(subagents.delegate(...)) as events``); the run is disposed and the child
-process reaped before ``aclose()`` returns. A consumer cancelled while it waits for the next
-event gets the same clean-up. A loop that reads up to the outcome needs neither: nothing is
-held once it is yielded. A bare ``break`` before the outcome is not enough for a registry
-name: the provider's task group lives in the consumer's task, and a generator that the
-garbage collector closes (in another task) cannot end it (a ``ResourceWarning`` says so;
-asyncio and trio then report a corrupted cancel scope stack).
+Stopping early: enter the delegation (``async with subagents.delegate(...) as events:``, then
+``async for event in events``, where a ``break`` is fine) or close it (``aclose()``); the run
+is disposed and the child process reaped before the block ends (``aclose()`` returns). A
+consumer cancelled while it waits for the next event gets the same clean-up. A loop that
+reads up to the outcome needs neither: nothing is held once it is yielded. A bare ``break``
+before the outcome, outside ``async with``, is not enough for a registry name: the provider's
+task group lives in the consumer's task, and a generator that the garbage collector closes
+(in another task) cannot end it (a ``ResourceWarning`` says so; asyncio and trio then report
+a corrupted cancel scope stack).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ import math
 import os
 import sys
 import warnings
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -67,7 +68,14 @@ if TYPE_CHECKING:
     from .protocol.jsonrpc import JsonValue
     from .providers.factory import Asker, ManagedProvider
 
-__all__ = ("STOP_GRACE", "DelegationEvent", "DelegationOutcome", "UnknownAgent", "delegate")
+__all__ = (
+    "STOP_GRACE",
+    "Delegation",
+    "DelegationEvent",
+    "DelegationOutcome",
+    "UnknownAgent",
+    "delegate",
+)
 
 STOP_GRACE: Final = 10.0
 """Seconds a cancelled (or timed out) child has to end its turn before it is stopped outright
@@ -77,8 +85,7 @@ _T = TypeVar("_T")
 _UNCLOSED: Final = (
     "subagents.delegate() was left without aclose() while its run was live (a `break` out of "
     "`async for`?): the garbage collector closes it in another task, which cannot end the "
-    "provider's task group. Stop early with `async with contextlib.aclosing(delegate(...)) "
-    "as events:`"
+    "provider's task group. Stop early with `async with delegate(...) as events:`"
 )
 
 
@@ -131,9 +138,10 @@ def delegate(
     ask: Asker | None = None,
     model: str | None = None,
     cancel: CancelSignal | None = None,
-) -> AsyncGenerator[DelegationEvent, None]:
+) -> Delegation:
     """Delegate ``prompt`` to ``agent`` and stream the run: its progress events, then one
-    :class:`DelegationOutcome` (see the module docstring).
+    :class:`DelegationOutcome` (see the module docstring); iterate the :class:`Delegation`,
+    or enter it first to be free to stop early.
 
     ``agent``: a registry name (the built-ins, the default ``subagents.toml`` files, then the
     ``config`` files), or a provider (open: the caller owns it). For a registry name only:
@@ -171,7 +179,7 @@ def delegate(
                 f"{', '.join(given)}: only for a registry name; a provider instance is "
                 "configured when it is made"
             )
-        return _stream(agent, None, None, prompt, timeout or None, cancel)
+        return Delegation(_stream(agent, None, None, prompt, timeout or None, cancel))
     spec = _lookup(agent, config)
     if cwd is not None:
         directory = Path(cwd).expanduser()
@@ -183,7 +191,33 @@ def delegate(
 
     provider = build_provider(spec, BuildContext(ask=ask))
     limit = timeout if timeout is not None else spec.timeout
-    return _stream(provider, provider, spec, prompt, limit or None, cancel)
+    return Delegation(_stream(provider, provider, spec, prompt, limit or None, cancel))
+
+
+@final
+class Delegation(AsyncIterator[DelegationEvent]):
+    """One delegation's events (what :func:`delegate` returns). ``async for`` reads them;
+    ``async with`` around the loop makes stopping early (``break``, an exception) dispose of
+    the run and reap the child, in the consumer's own task, when the block ends."""
+
+    def __init__(self, events: AsyncGenerator[DelegationEvent, None]) -> None:
+        self._events = events
+
+    def __aiter__(self) -> Delegation:
+        return self
+
+    async def __anext__(self) -> DelegationEvent:
+        return await self._events.__anext__()
+
+    async def aclose(self) -> None:
+        """Stop: the run is disposed and its child reaped before this returns."""
+        await self._events.aclose()
+
+    async def __aenter__(self) -> Delegation:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self._events.aclose()
 
 
 def _lookup(name: str, config: PathArg | Sequence[PathArg] | None) -> AgentSpec:

@@ -30,20 +30,11 @@ HISTORY_UPDATES = frozenset(
 
 @dataclass
 class Exchange:
-    """What a basic exchange produced."""
+    """What the ordinary exchange of a :class:`BasicRun` produced."""
 
     init: dict[str, Any]
     session_id: str
     prompt: Response
-
-
-async def basic_exchange(ctx: CheckContext, wire: AgentWire) -> Exchange:
-    """initialize, session/new, one ordinary prompt (answered any way), a quiet period."""
-    init = await ctx.ready(wire)
-    session_id = await ctx.new_session(wire)
-    response = await ctx.prompt(wire, session_id)
-    await wire.quiet(ctx.options.quiet_period)
-    return Exchange(init, session_id, response)
 
 
 EXIT_WAIT = 5.0

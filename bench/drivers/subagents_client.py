@@ -6,8 +6,9 @@ default), the portable fd streams (``--transport fd``) or anyio's process stream
 (``--transport anyio``).
 
 ``--variant typed`` validates every ``session/update`` into the generated ACP models
-(``subagents.protocol.acp``) through the router's ``params=`` type, as a typed ACP client
-would; the default variant handles the raw JSON.
+(``subagents.protocol.acp``) through the router's ``params=`` type and parses lines with
+``pydantic_core.from_json`` (``json_loads=``), as the typed ACP client endpoint does; the default
+variant handles the raw JSON.
 
 A prompt counts as done once its response has arrived *and* every chunk it asked for has been
 handled. The peer itself returns a result only after the notifications received before it were
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.metadata
+import inspect
 import os
 import subprocess
 import sys
@@ -52,6 +54,9 @@ from subagents.protocol.jsonrpc import JsonValue
 from subagents.rpc import Peer, Router, RPCError, open_peer
 
 AGENT = Path(__file__).with_name("subagents_agent.py")
+
+PEER_OPTIONS: dict[str, Any] = {}
+"""Extra ``open_peer`` options of the variant (the typed one: the typed endpoints' JSON parser)."""
 
 
 class Adapter:
@@ -105,6 +110,8 @@ def make_router(adapter: Adapter, typed: bool) -> tuple[Router, str]:
                 on_text(update.content.text)
 
         router.on_notification("session/update", typed_update, params=model)
+        if "json_loads" in inspect.signature(open_peer).parameters:
+            PEER_OPTIONS["json_loads"] = importlib.import_module("pydantic_core").from_json
         return router, f"{model.__module__}.{model.__qualname__}"
 
     async def raw_update(params: Any) -> None:
@@ -237,7 +244,12 @@ async def spawn_once(transport: str, router: Router) -> dict[str, Any]:
     proc, receive, send = await spawn(transport)
     try:
         async with open_peer(
-            receive, send, router=router, max_message_bytes=RAISED_LIMIT, name="client"
+            receive,
+            send,
+            router=router,
+            max_message_bytes=RAISED_LIMIT,
+            name="client",
+            **PEER_OPTIONS,
         ) as peer:
             await peer.request("initialize", INIT_PARAMS)
             return spawn_sample(t0, proc.pid)
@@ -272,7 +284,12 @@ async def main() -> None:
     adapter.agent_pid = proc.pid
     try:
         async with open_peer(
-            receive, send, router=router, max_message_bytes=RAISED_LIMIT, name="client"
+            receive,
+            send,
+            router=router,
+            max_message_bytes=RAISED_LIMIT,
+            name="client",
+            **PEER_OPTIONS,
         ) as peer:
             adapter.peer = peer
             await peer.request("initialize", INIT_PARAMS)

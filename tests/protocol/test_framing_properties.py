@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import itertools
+import random
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic_core import from_json
 
 from subagents.protocol import (
     END_OF_STREAM,
@@ -99,3 +101,53 @@ def test_garbage_between_messages_costs_only_the_garbage_lines(
     delivered = [e for e in events if isinstance(e, (Request, Notification))]
     assert delivered == msgs
     assert len(events) <= len(msgs) + 1
+
+
+def _events_equal(a: list[FramerEvent], b: list[FramerEvent]) -> bool:
+    def key(event: FramerEvent) -> object:
+        if isinstance(event, Exception):
+            return (type(event), str(event), vars(event))
+        return repr(event)  # NaN is not equal to itself; its repr is
+
+    return [key(e) for e in a] == [key(e) for e in b]
+
+
+_EDGE_LINES = [
+    b'{"jsonrpc":"2.0","method":"a","params":{"x":"\\ud800"}}',  # a lone surrogate
+    b'{"jsonrpc":"2.0","method":"a","params":{"x":"a\x01b"}}',  # a raw control character
+    b'\xef\xbb\xbf{"jsonrpc":"2.0","method":"a"}',  # a byte-order mark
+    b'{"jsonrpc":"2.0","method":"a","params":' + b"[" * 300 + b"]" * 300 + b"}",  # deep
+    b'{"jsonrpc":"2.0","method":"a","params":{"x":"\xff"}}',  # invalid UTF-8
+    b'{"jsonrpc":"2.0","method":"a","params":{"x":1,}}',  # a trailing comma
+    b'{"jsonrpc":"2.0","method":"a","params":{"x":' + b"9" * 5000 + b"}}",  # digit limit
+    b'{"jsonrpc":"2.0","method":"a","params":{"x":NaN,"y":1e400,"z":-0.0}}',
+    b'{"jsonrpc":"2.0","method":"a","params":{"x":1,"x":2}}',  # a duplicate key
+    b'{"jsonrpc":"2.0","method":"a"} trailing',
+    b"   ",
+    b"\r",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(messages, max_size=6),
+    st.lists(st.binary(max_size=60) | st.sampled_from(_EDGE_LINES), max_size=6),
+    st.randoms(use_true_random=False),
+)
+def test_a_fast_json_parser_changes_no_event(
+    valid: list[Notification | Request], bad: list[bytes], rnd: random.Random
+) -> None:
+    """A framer given ``json_loads`` (the typed endpoints' ``pydantic_core.from_json``) yields
+    exactly the events of the standard framer: the same messages, and for every line the fast
+    parser refuses (lone surrogates, control characters, a BOM, deep nesting, invalid UTF-8,
+    digit limits...) the same error, because such a line is parsed again the standard way
+    (issue 17: a faster hot path, the wire behaviour unchanged)."""
+    lines = [encode_message(m).rstrip(b"\n") for m in valid] + [
+        line.replace(b"\n", b" ") for line in bad
+    ]
+    rnd.shuffle(lines)
+    data = b"\n".join(lines) + b"\n"
+    standard = run(NdjsonFramer(max_message_bytes=4096), [data])
+    fast = run(NdjsonFramer(max_message_bytes=4096, json_loads=from_json), [data])
+    assert _events_equal(standard, fast)
+    assert sum(1 for e in fast if isinstance(e, (Notification, Request))) >= len(valid)

@@ -11,11 +11,17 @@ Bad input never raises out of the framer: each bad line becomes one error event 
 JSON-RPC code to answer it with) and the lines after it are read as usual. A line longer than
 ``max_message_bytes`` is skipped while it streams in: the framer never holds more than the limit
 of one line, whatever the peer sends.
+
+``json_loads`` lets a caller that has a faster JSON parser at hand (the typed ACP endpoints pass
+``pydantic_core.from_json``, about three times faster than :func:`json.loads` on a small line)
+use it for the lines it accepts; a line it refuses is parsed again the standard way, so what a
+line means, and the error a bad line gets, do not depend on the parser.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from enum import Enum
 from typing import Final, Literal, TypeAlias
 
@@ -78,6 +84,7 @@ class NdjsonFramer:
         "_discarding",
         "_eof",
         "_head",
+        "_loads",
         "_max",
         "_pos",
         "_require_version",
@@ -89,10 +96,12 @@ class NdjsonFramer:
         *,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         require_version: bool = True,
+        json_loads: Callable[[bytearray], JsonValue] | None = None,
     ) -> None:
         if max_message_bytes < 1:
             raise ValueError("max_message_bytes must be positive")
         self._max = max_message_bytes
+        self._loads = json_loads
         self._require_version = require_version
         self._buf = bytearray()
         self._pos = 0  # start of the unread part of _buf
@@ -177,6 +186,16 @@ class NdjsonFramer:
                 return event
 
     def _decode(self, line: bytearray) -> Message | RemoteProtocolError | None:
+        if self._loads is not None:
+            try:
+                fast: JsonValue = self._loads(line)
+            except Exception:  # any refusal: parsed the standard way below
+                pass
+            else:
+                try:
+                    return decode_message(fast, require_version=self._require_version)
+                except InvalidMessageError as exc:
+                    return exc
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError as exc:

@@ -123,13 +123,16 @@ class Peer:
         cancel_grace: float = 2.0,
         eof_reason: Callable[[], Awaitable[str]] | None = None,
         name: str = "peer",
+        json_loads: Callable[[bytearray], JsonValue] | None = None,
     ) -> None:
         self._receive = receive_stream
         self._eof_reason = eof_reason
         self._send = send_stream
         self._router = router if router is not None else Router()
         self._framer = NdjsonFramer(
-            max_message_bytes=max_message_bytes, require_version=require_version
+            max_message_bytes=max_message_bytes,
+            require_version=require_version,
+            json_loads=json_loads,
         )
         self._include_version = include_version
         self._on_protocol_error = on_protocol_error
@@ -617,6 +620,7 @@ async def open_peer(
     cancel_grace: float = 2.0,
     eof_reason: Callable[[], Awaitable[str]] | None = None,
     name: str = "peer",
+    json_loads: Callable[[bytearray], JsonValue] | None = None,
 ) -> AsyncGenerator[Peer, None]:
     """Run a :class:`Peer` over a byte-stream pair for the duration of the block.
 
@@ -629,6 +633,10 @@ async def open_peer(
     ``eof_reason``, when given, is awaited (for at most ``cancel_grace`` seconds) when the
     stream ends, and its text becomes the reason pending requests fail with: a child-process
     transport uses it to report the exit status and the tail of stderr.
+
+    ``json_loads``, when given, parses the lines it accepts (see
+    :class:`~subagents.protocol.framing.NdjsonFramer`): a typed endpoint, which imports
+    ``pydantic_core`` anyway, passes its ``from_json``.
     """
     peer = Peer(
         receive_stream,
@@ -643,6 +651,7 @@ async def open_peer(
         cancel_grace=cancel_grace,
         eof_reason=eof_reason,
         name=name,
+        json_loads=json_loads,
     )
     # An exception from the caller's block is re-raised as itself once the task group has
     # closed, not wrapped in an ExceptionGroup.

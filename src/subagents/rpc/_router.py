@@ -60,14 +60,17 @@ class Route:
         """Validate ``params`` into the route's type (raises :class:`ParamsError`)."""
         if self.params_type is None:
             return params
-        # pydantic_core's ValidationError is pydantic's; pydantic itself is imported only for a
-        # type that does not validate itself (a model class with ``model_validate`` does).
-        from pydantic_core import ValidationError
-
         validate = _validator(self.params_type)
         try:
             return validate(params)
-        except ValidationError as exc:
+        except ValueError as exc:
+            # pydantic_core's ValidationError (a ValueError) is pydantic's; pydantic itself is
+            # imported only for a type that does not validate itself (a model class with
+            # ``model_validate`` does), and nothing is imported per message.
+            from pydantic_core import ValidationError
+
+            if not isinstance(exc, ValidationError):
+                raise
             raise ParamsError(
                 [
                     {

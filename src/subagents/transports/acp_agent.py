@@ -71,6 +71,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, cast, final
 import anyio
 import anyio.abc
 import anyio.lowlevel
+from pydantic_core import from_json
 
 from ..protocol import acp
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
@@ -996,6 +997,7 @@ async def serve_agent_over(
         router=router,
         max_message_bytes=max_message_bytes,
         cancel_grace=shutdown_grace,
+        json_loads=from_json,
         name=name,
     ) as peer:
         conn._peer = peer  # pyright: ignore[reportPrivateUsage]

@@ -45,7 +45,7 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from pydantic_core import ValidationError
+from pydantic_core import ValidationError, from_json
 
 from .. import __version__
 from ..protocol import acp
@@ -764,6 +764,7 @@ async def connect_agent_over(
                 max_message_bytes=max_message_bytes,
                 on_protocol_error=on_protocol_error,
                 eof_reason=eof_reason,
+                json_loads=from_json,
                 name=name,
             ) as peer,
         ):

@@ -57,6 +57,7 @@ import anyio
 import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from pydantic import BaseModel, ValidationError
+from pydantic_core import from_json
 
 from .. import __version__
 from ..protocol import codex
@@ -1113,6 +1114,7 @@ async def connect_codex(
                 include_version=False,
                 require_version=False,
                 eof_reason=exit_reason,
+                json_loads=from_json,
                 name=label,
             ) as peer,
         ):

@@ -31,6 +31,7 @@ from typing import (
     Annotated,
     Any,
     ClassVar,
+    Final,
     Literal,
     TypeVar,
     cast,
@@ -435,7 +436,7 @@ _SCALARS: dict[object, Callable[[], cs.CoreSchema]] = {
     object: cs.any_schema,
 }
 
-_model_schemas: dict[type[ACPModel], cs.CoreSchema] = {}
+_model_schemas: dict[type[ACPModel], list[cs.CoreSchema]] = {}
 _model_deps: dict[type[ACPModel], frozenset[type[ACPModel]]] = {}
 _building: set[type[ACPModel]] = set()
 _type_validators: dict[int, tuple[object, SchemaValidator]] = {}
@@ -521,10 +522,16 @@ def _with_definitions(schema: cs.CoreSchema, deps: set[type[ACPModel]]) -> cs.Co
     if not closure:
         return schema
     ordered = sorted(closure, key=_ref)
-    return cs.definitions_schema(schema, [_model_schemas[model] for model in ordered])
+    return cs.definitions_schema(
+        schema, [definition for model in ordered for definition in _model_schemas[model]]
+    )
 
 
-def _model_reference(cls: type[ACPModel], deps: set[type[ACPModel]]) -> cs.CoreSchema:
+def _model_reference(
+    cls: type[ACPModel], deps: set[type[ACPModel]], *, tag_given: bool = False
+) -> cs.CoreSchema:
+    """A reference to ``cls``'s schema. ``tag_given``: ``cls`` is chosen by a tagged union that
+    reads its tag from the input, so the tag is in the input and counts as set by itself."""
     deps.add(cls)
     if cls not in _model_schemas and cls not in _building:
         _building.add(cls)
@@ -542,20 +549,43 @@ def _model_reference(cls: type[ACPModel], deps: set[type[ACPModel]]) -> cs.CoreS
                     validation_alias=info.validation_alias,
                     serialization_alias=info.serialization_alias,
                 )
-            tagged = bool(cls._acp_tags)  # pyright: ignore[reportPrivateUsage] - its own class
-            _model_schemas[cls] = cs.model_schema(
-                cls,
-                cs.model_fields_schema(fields, model_name=cls.__name__, extra_behavior="allow"),
-                # Only union variants have tags to count as set: no Python call for the rest.
-                post_init="model_post_init" if tagged else None,
-                config=_CONFIG,
-                extra_behavior="allow",
-                ref=_ref(cls),
+            fields_schema = cs.model_fields_schema(
+                fields, model_name=cls.__name__, extra_behavior="allow"
             )
+            tagged = bool(cls._acp_tags)  # pyright: ignore[reportPrivateUsage] - its own class
+            definitions: list[cs.CoreSchema] = [
+                cs.model_schema(
+                    cls,
+                    fields_schema,
+                    # Only union variants have tags to count as set: no Python call for the rest.
+                    post_init="model_post_init" if tagged else None,
+                    config=_CONFIG,
+                    extra_behavior="allow",
+                    ref=_ref(cls),
+                )
+            ]
+            if tagged:
+                # Chosen by its tag from the input (the hot path: every session/update and
+                # content block), the tag is set already: no model_post_init call (~0.5 µs).
+                definitions.append(
+                    cs.model_schema(
+                        cls,
+                        fields_schema,
+                        config=_CONFIG,
+                        extra_behavior="allow",
+                        ref=_ref(cls) + _TAG_GIVEN,
+                    )
+                )
+            _model_schemas[cls] = definitions
             _model_deps[cls] = frozenset(own)
         finally:
             _building.discard(cls)
+    if tag_given and cls._acp_tags:  # pyright: ignore[reportPrivateUsage] - its own module
+        return cs.definition_reference_schema(_ref(cls) + _TAG_GIVEN)
     return cs.definition_reference_schema(_ref(cls))
+
+
+_TAG_GIVEN: Final = ":tag-given"
 
 
 def _constrained(schema: cs.CoreSchema, info: FieldInfo) -> Any:
@@ -630,8 +660,10 @@ def _tagged_union(union: Any, attr_name: str, deps: set[type[ACPModel]]) -> cs.C
             raise TypeError(f"a discriminated union member must be a model: {variant!r}")
         info = variant.__acp_fields__[attr_name]
         wire_name = info.validation_alias or attr_name
+        # The tag is read from the input (by wire or attribute name): it is there, and set.
+        tagged = variant._acp_tags == (attr_name,)  # pyright: ignore[reportPrivateUsage]
         for tag in get_args(info.annotation):
-            choices[tag] = _model_reference(variant, deps)
+            choices[tag] = _model_reference(variant, deps, tag_given=tagged)
     paths: list[list[str | int]] = (
         [[wire_name]] if wire_name == attr_name else [[wire_name], [attr_name]]
     )

@@ -6,9 +6,13 @@ checked before anything is spawned); ``needs credentials``, ``not logged in`` or
 (the agent runs but cannot take a prompt; the reason says what it said, ``hint`` what to do),
 found with each protocol's own query: Codex's ``account/read``, the ``account`` of Claude
 Code's initialize answer, and for ACP agents a ``session/new`` in a temporary directory
-(``-32000``, auth required); ``failed`` (with a one-line reason). Codex and Claude agents run
-with their state in the user's own ``~/.codex`` or ``~/.claude`` when it exists, else in a
-private temporary directory: a probe creates nothing in the home directory.
+(``-32000``, auth required); ``failed`` (with a one-line reason). A Codex or Claude agent that
+has credentials is then asked nothing more: its model API (the URL it would call, from
+Codex's own ``modelProvider/list`` or the agent's configuration) gets one bounded ``HEAD``
+with no credentials, through the agent's proxy, and ``no network`` when nothing answers
+(:mod:`._model_api`): no model is called, no token spent. Codex and Claude agents run with
+their state in the user's own ``~/.codex`` or ``~/.claude`` when it exists, else in a private
+temporary directory: a probe creates nothing in the home directory.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import TYPE_CHECKING, Final, Literal, TypeAlias, cast, final
 
 import anyio
 
+from ._model_api import ModelApi, codex_api, configured_api, model_api_cause
 from ._readiness import (
     Cause,
     NotReady,
@@ -243,7 +248,8 @@ async def _acp_session(spec: AgentSpec, agent: AgentConnection, started: float) 
     return found
 
 
-async def _probe_codex(spec: AgentSpec, timeout: float) -> ProbeResult:
+async def _probe_codex(spec: AgentSpec, timeout: float) -> tuple[ProbeResult, ModelApi | None]:
+    """The probe, and the model API Codex says it would use (None when it cannot say)."""
     from ..transports.codex_app_server import connect_codex
 
     started = time.monotonic()
@@ -267,15 +273,23 @@ async def _probe_codex(spec: AgentSpec, timeout: float) -> ProbeResult:
         try:
             account = await codex.request("account/read", {"refreshToken": False})
         except RPCError:  # an older codex without it: nothing more to learn
-            return found
-        return found.with_cause(codex_account(spec, account))
+            return found, configured_api(spec)
+        found = found.with_cause(codex_account(spec, account))
+        if found.status != "ok":
+            return found, None
+        try:
+            providers = await codex.request("modelProvider/list", {})
+        except RPCError:  # an older codex: read its configuration instead
+            return found, configured_api(spec)
+        return found, codex_api(spec, providers, account)
 
 
-async def _probe_claude(spec: AgentSpec, timeout: float) -> ProbeResult:
+async def _probe_claude(spec: AgentSpec, timeout: float) -> tuple[ProbeResult, ModelApi | None]:
+    """The probe, and the model API Claude Code would use (None for a cloud provider)."""
     from ..transports.claude_code import ClaudeOptions, connect_claude
 
     if not spec.model:
-        return ProbeResult(spec.name, spec.provider, "failed", "claude-code needs a model")
+        return ProbeResult(spec.name, spec.provider, "failed", "claude-code needs a model"), None
     started = time.monotonic()
     options = ClaudeOptions(model=spec.model, extra_args=tuple(spec.command[1:]))
     async with connect_claude(
@@ -293,7 +307,7 @@ async def _probe_claude(spec: AgentSpec, timeout: float) -> ProbeResult:
             value = init.get(key)
             if isinstance(value, list):
                 capabilities.append(f"{len(value)} {key}")
-        return ProbeResult(
+        found = ProbeResult(
             spec.name,
             spec.provider,
             "ok",
@@ -301,6 +315,14 @@ async def _probe_claude(spec: AgentSpec, timeout: float) -> ProbeResult:
             capabilities=tuple(capabilities),
             start_ms=_ms(started),
         ).with_cause(claude_account(spec, init))
+        account = init.get("account")
+        provider = (
+            cast(dict[str, object], account).get("apiProvider", "firstParty")
+            if isinstance(account, dict)
+            else "firstParty"
+        )
+        first_party = provider == "firstParty"
+        return found, configured_api(spec) if found.status == "ok" and first_party else None
 
 
 async def _probe_built(spec: AgentSpec) -> ProbeResult:
@@ -332,15 +354,17 @@ async def _probe_built(spec: AgentSpec) -> ProbeResult:
     )
 
 
-async def probe_agent(spec: AgentSpec, timeout: float) -> ProbeResult:
-    """Probe one agent, bounded by ``timeout`` seconds; never raises for the agent's faults."""
+async def probe_agent(spec: AgentSpec, timeout: float, *, network: bool = True) -> ProbeResult:
+    """Probe one agent, bounded by ``timeout`` seconds; never raises for the agent's faults.
+    ``network``: check that a Codex or Claude agent with credentials reaches its model API."""
     login = claude_login_absent(spec) if spec.provider == "acp" else None  # before agent_home
     with agent_home(spec) as homed:
-        found = await _probe_agent(homed, timeout)
-    return found.with_cause(login) if found.status == "ok" else found
+        return await _probe_agent(homed, timeout, login=login, network=network)
 
 
-async def _probe_agent(spec: AgentSpec, timeout: float) -> ProbeResult:
+async def _probe_agent(
+    spec: AgentSpec, timeout: float, *, login: NotReady | None, network: bool
+) -> ProbeResult:
     if spec.provider in ("acp", "codex", "claude-code"):
         if not spec.command:
             return ProbeResult(spec.name, spec.provider, "failed", "no command")
@@ -357,14 +381,21 @@ async def _probe_agent(spec: AgentSpec, timeout: float) -> ProbeResult:
     result: ProbeResult | None = None
     try:
         with anyio.move_on_after(timeout):
+            api: ModelApi | None = None
             if spec.provider == "acp":
-                result = await _probe_acp(spec, timeout)
+                found = await _probe_acp(spec, timeout)
+                if found.status == "ok":
+                    found = found.with_cause(login)
+                api = configured_api(spec) if found.status == "ok" else None
             elif spec.provider == "codex":
-                result = await _probe_codex(spec, timeout)
+                found, api = await _probe_codex(spec, timeout)
             elif spec.provider == "claude-code":
-                result = await _probe_claude(spec, timeout)
+                found, api = await _probe_claude(spec, timeout)
             else:
-                result = await _probe_built(spec)
+                found = await _probe_built(spec)
+            if network and found.status == "ok":
+                found = found.with_cause(await model_api_cause(spec, api))
+            result = found
     except Exception as exc:
         failed = ProbeResult(spec.name, spec.provider, "failed", _reason(exc))
         return failed.with_cause(classify(spec, str(exc)))

@@ -367,12 +367,13 @@ async def _first_event_deadline(
 
 async def _not_ready(spec: AgentSpec) -> NotReady | None:
     """Codex's own account query before the turn (a run without credentials would retry
-    for minutes); None when it is fine or cannot be asked."""
+    for minutes); None when it is fine or cannot be asked. No reachability check: a run
+    without network ends on Codex's own "waiting for network" notice instead."""
     if spec.provider != "codex":
         return None
     from ._agents_probe import probe_agent
 
-    result = await probe_agent(spec, min(spec.startup_timeout, 30.0))
+    result = await probe_agent(spec, min(spec.startup_timeout, 30.0), network=False)
     return result.not_ready
 
 

@@ -34,7 +34,7 @@ from ..protocol.jsonrpc import (
     encode_message,
 )
 from ._errors import ConnectionClosedError, RPCError
-from ._router import ParamsError, Router, to_json
+from ._router import ParamsError, Route, Router, to_json
 
 __all__ = ("CANCEL_REQUEST_METHOD", "Peer", "PeerStatistics", "open_peer")
 
@@ -361,7 +361,15 @@ class Peer:
                             with anyio.move_on_after(self._cancel_grace):
                                 reason = await self._eof_reason()
                         return
-                    if isinstance(event, RemoteProtocolError):
+                    if type(event) is Notification and event.method != CANCEL_REQUEST_METHOD:
+                        # The common case inline (a stream of session/update): no coroutine.
+                        self._received += 1
+                        self._notes_received += 1
+                        try:
+                            notify.send_nowait(event)
+                        except anyio.WouldBlock:
+                            await notify.send(event)
+                    elif isinstance(event, RemoteProtocolError):
                         await self._on_bad_line(event)
                     else:
                         self._received += 1
@@ -561,18 +569,18 @@ class Peer:
                         return
                 except anyio.EndOfStream:
                     return
-                await self._handle_notification(note)
+                route = self._router.notification_route(note.method)
+                if route is not None:
+                    await self._handle_notification(note, route)
+                else:
+                    logger.debug("%s: notification %r ignored: no handler", self.name, note.method)
                 self._notes_handled += 1
                 if self._barriers:
                     self._release_barriers()
         finally:
             self._release_barriers(everything=True)
 
-    async def _handle_notification(self, note: Notification) -> None:
-        route = self._router.notification_route(note.method)
-        if route is None:
-            logger.debug("%s: notification %r ignored: no handler", self.name, note.method)
-            return
+    async def _handle_notification(self, note: Notification, route: Route) -> None:
         try:
             params = route.parse_params(note.params)
         except ParamsError as exc:

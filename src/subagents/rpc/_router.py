@@ -34,6 +34,11 @@ def _adapter(tp: Any) -> TypeAdapter[Any]:
 @lru_cache(maxsize=512)
 def _validator(tp: Any) -> Callable[[object], object]:
     if isinstance(tp, type):
+        # A type may hand out the function that validates decoded JSON as it (an ACP model gives
+        # its schema validator's ``validate_python``: no Python frame of its own per message).
+        direct = getattr(tp, "__validate_json_value__", None)
+        if callable(direct):
+            return cast("Callable[[object], object]", direct())
         validate = getattr(tp, "model_validate", None)
         if callable(validate):
             return cast("Callable[[object], object]", validate)
@@ -60,7 +65,7 @@ class Route:
         """Validate ``params`` into the route's type (raises :class:`ParamsError`)."""
         if self.params_type is None:
             return params
-        validate = _validator(self.params_type)
+        validate = _validator(self.params_type)  # built on first use, then a cache hit
         try:
             return validate(params)
         except ValueError as exc:

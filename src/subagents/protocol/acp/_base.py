@@ -224,6 +224,12 @@ class ACPModel:
         """Validate ``obj`` (decoded JSON, or an instance) as this model."""
         return _validator(cls).validate_python(obj)
 
+    @classmethod
+    def __validate_json_value__(cls) -> Callable[[object], Self]:
+        """The function :meth:`model_validate` calls, for a caller that validates many messages
+        (the JSON-RPC router): one Python call less per message."""
+        return cast("Callable[[object], Self]", _validator(cls).validate_python)
+
     def model_dump(
         self,
         *,

@@ -26,6 +26,7 @@ import anyio.abc
 
 from ._asyncio_pipes import open_asyncio_pipe_streams
 from ._fd import FdReceiveStream, on_asyncio, wrap_pipe_fds
+from ._pidfd_process import open_pidfd_process
 
 __all__ = (
     "BASE_ENV_VARS",
@@ -348,15 +349,31 @@ async def open_agent_process(
     child_ends = [stdin_r, stdout_w, stderr_w]
     try:
         with anyio.fail_after(start_timeout):
-            process = await anyio.open_process(
-                argv,
-                stdin=stdin_r,
-                stdout=stdout_w,
-                stderr=stderr_w,
-                cwd=cwd,
-                env=child_env,
-                start_new_session=True,
+            # On asyncio a pidfd-watched child, where the platform has pidfds: asyncio's own
+            # child watcher (Python 3.11) blocks the loop while it starts a thread per child.
+            process: anyio.abc.Process | None = (
+                open_pidfd_process(
+                    argv,
+                    stdin=stdin_r,
+                    stdout=stdout_w,
+                    stderr=stderr_w,
+                    cwd=cwd,
+                    env=child_env,
+                    start_new_session=True,
+                )
+                if on_asyncio()
+                else None
             )
+            if process is None:
+                process = await anyio.open_process(
+                    argv,
+                    stdin=stdin_r,
+                    stdout=stdout_w,
+                    stderr=stderr_w,
+                    cwd=cwd,
+                    env=child_env,
+                    start_new_session=True,
+                )
     except BaseException as exc:
         for fd in parent_ends + child_ends:
             os.close(fd)

@@ -6,11 +6,14 @@ Every repetition runs each implementation once, in a new random order, as two dr
 one after the other: one spawns and initializes 5 fresh agents, one after the other (start-up
 and RSS), the other spawns its own agent and runs every message phase against it. The same
 shuffled order also holds an "imports" slot: rounds of whole-process start-up commands
-(``bench/startup.py``), each round A/B interleaved in its own random order. Raw JSON lines go
-to ``bench/results/raw-<timestamp>.jsonl``. The rendered summary is written to ``--out FILE``
-only when it is given (``--out BENCHMARKS.md`` updates the tracked summary); without it the
-summary goes to stdout (progress and the raw file's path go to stderr) and no file but the raw
-one is written. ``bench/render.py RAW --out FILE`` renders a raw file again later.
+(``bench/startup.py``), each round A/B interleaved in its own random order. After the
+repetitions, the event-loop stall bench (``bench/stall.py``: a 1 ms heartbeat beside a typed
+ACP child's start, a fresh process per repetition, asyncio and trio interleaved) runs its own
+repetitions (``--stall-reps``). Raw JSON lines go to ``bench/results/raw-<timestamp>.jsonl``.
+The rendered summary is written to ``--out FILE`` only when it is given (``--out BENCHMARKS.md``
+updates the tracked summary); without it the summary goes to stdout (progress and the raw
+file's path go to stderr) and no file but the raw one is written. ``bench/render.py RAW --out
+FILE`` renders a raw file again later.
 
 On first use it creates ``bench/.venvs/acp-py`` (``python3 -m venv`` + pip) holding only
 ``agent-client-protocol`` and its dependencies.
@@ -36,9 +39,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import render
+import stall
 import startup
 
 BENCH = Path(__file__).resolve().parent
@@ -376,6 +380,13 @@ def main() -> int:
         help="before each driver, wait up to this many s for the machine to be idle "
         "(default 10, quick 2)",
     )
+    ap.add_argument(
+        "--stall-reps",
+        type=int,
+        default=None,
+        help="repetitions per backend (asyncio, trio) of the event-loop stall bench, run after "
+        "the interleaved repetitions (default 5, quick 2; 0: skip)",
+    )
     args = ap.parse_args()
 
     quick: bool = args.quick
@@ -389,6 +400,7 @@ def main() -> int:
         args.import_rounds if args.import_rounds is not None else (6 if quick else 10)
     )
     rounds_per_rep = -(-import_rounds // reps) if import_rounds > 0 else 0
+    stall_reps: int = args.stall_reps if args.stall_reps is not None else (2 if quick else 5)
     t_start = time.perf_counter()
 
     project_python = Path(sys.executable)
@@ -446,6 +458,8 @@ def main() -> int:
         command += f" --impls {shlex.quote(args.impls)}"
     if args.import_rounds is not None:
         command += f" --import-rounds {import_rounds}"
+    if args.stall_reps is not None:
+        command += f" --stall-reps {stall_reps}"
 
     pythons: dict[str, Path] = {}
     timer_bin = startup.gnu_time()
@@ -480,6 +494,7 @@ def main() -> int:
         "spawns": SPAWNS,
         "peak_rss_via": str(timer_bin) + " -f %M" if timer_bin else None,
         "import_rounds": rounds_per_rep * reps,
+        "stall_reps": stall_reps,
         "import_cmds": {
             c.key: {"label": c.label, "command": c.shown()}
             for c in startup.IMPORT_CMDS
@@ -576,6 +591,8 @@ def main() -> int:
                 if tail:
                     print(tail, file=sys.stderr)
                 time.sleep(0.3)
+        if stall_reps > 0:
+            run_stall(raw, stall_reps, rng, quiet_wait, budget - (time.perf_counter() - t_start))
         if pythons:
             log("python -X importtime breakdowns")
             wait_quiet(quiet_wait)
@@ -600,6 +617,43 @@ def main() -> int:
 
 
 MESSAGE_PHASES = ",".join(p for p in PHASES if p != "spawn")
+
+
+def run_stall(raw: TextIO, reps: int, rng: random.Random, quiet_wait: float, left_s: float) -> None:
+    """The event-loop stall bench (``bench/stall.py``'s driver): one warm-up process, then
+    ``reps`` repetitions, each running both backends in a new random order as fresh processes;
+    a ``stall`` record per process (or one saying why none ran)."""
+    if left_s <= 0:
+        log("event-loop stall bench skipped, budget spent")
+        raw.write(json.dumps({"kind": "stall", "skipped": "run budget spent"}) + "\n")
+        return
+    env = driver_env()
+    stall.measure(stall.BACKENDS[0], env)  # warm-up (bytecode caches), not kept
+    deadline = time.perf_counter() + left_s
+    for rep in range(reps):
+        order = list(stall.BACKENDS)
+        rng.shuffle(order)
+        for slot, backend in enumerate(order):
+            if time.perf_counter() > deadline:
+                log(f"stall {rep + 1}/{reps}: {backend} skipped, budget spent")
+                continue
+            waited, pre_load = wait_quiet(quiet_wait)
+            res = stall.measure(backend, env)
+            rec = {
+                "kind": "stall",
+                "rep": rep,
+                "slot": slot,
+                "backend": backend,
+                "pre_load_cores": pre_load,
+                "quiet_wait_s": waited,
+                "result": res,
+            }
+            raw.write(json.dumps(rec) + "\n")
+            raw.flush()
+            brief = res.get("error") or (
+                f"longest gap {res['start_max_ms']:.1f} ms (idle {res['idle_max_ms']:.1f} ms)"
+            )
+            log(f"stall {rep + 1}/{reps}: {backend:<7} {brief}")
 
 
 def _combine(

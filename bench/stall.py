@@ -11,23 +11,30 @@ gap between ticks in two windows of the same loop:
   ``session/new``, one prompt turn, close.
 
 The figure is the start window's longest gap, beside the idle window's, median over the
-repetitions (and the worst repetition). Usage::
+repetitions (and the worst repetition); the target is ≤ 5 ms.
+
+``bench/run.py`` runs this bench after its interleaved repetitions (both backends, the
+backends interleaved, :func:`measure` per repetition), writes a ``stall`` record per
+repetition into its raw JSON lines and renders the section and the target row into
+BENCHMARKS.md (``--stall-reps N``, ``0`` skips it). Standalone, for a quick look::
 
     .venv/bin/python bench/stall.py [--reps N] [--backend asyncio|trio] [--out FILE]
 
-Without ``--out`` the table goes to stdout. ``bench/render.py`` includes
-``bench/stall-results.md`` in BENCHMARKS.md.
+prints the same section (to stdout, or to ``--out FILE``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
-import statistics
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_MS = 5.0
@@ -35,6 +42,11 @@ BEFORE = (
     "Before (commit `6a79b3f`, the models imported and their schemas built on the event loop's "
     "thread at the first connection; the same driver, 5 repetitions): start window **24.9 ms** "
     "(asyncio), **13.9 ms** (trio), idle 3.1 / 1.6 ms."
+)
+LEFT = (
+    "What was left on asyncio at commit `7a9df4b` (measured then) was mostly its subprocess "
+    "start on the loop's thread (`Popen` and the child watcher: a 4–5 ms gap with no ACP at "
+    "all, against ~3 ms on trio)."
 )
 
 _DRIVER = r"""
@@ -75,73 +87,81 @@ anyio.run(main, backend=sys.argv[1])
 """
 
 
-def _one(backend: str) -> dict[str, float]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    done = subprocess.run(
+BACKENDS = ("asyncio", "trio")
+
+
+def driver_env() -> dict[str, str]:
+    """The environment of a measured process: bytecode caches written and used, as a default
+    Python runs (``bench/run.py`` passes its own, which also drops ``PYTHONPATH``)."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def measure(
+    backend: str, env: dict[str, str] | None = None, timeout: float = 120.0
+) -> dict[str, Any]:
+    """One repetition in a fresh process (in its own session, so a timeout kills the reference
+    agent too): ``idle_max_ms``, ``start_max_ms``, ``start_ms`` and ``wall_ms``, or ``error``."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
         [sys.executable, "-c", _DRIVER, backend],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
         cwd=ROOT,
-        env=env,
+        env=driver_env() if env is None else env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return {"error": f"timeout after {timeout:.0f} s"}
+    finally:
+        # whatever the driver left behind (an agent it failed to reap) goes too
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    wall_ms = (time.perf_counter() - t0) * 1e3
+    lines = out.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        why = (err.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+        return {"error": why[:300]}
+    try:
+        res = json.loads(lines[-1])
+    except json.JSONDecodeError:
+        return {"error": f"unreadable output: {lines[-1][:200]}"}
+    return {**res, "wall_ms": wall_ms}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--reps", type=int, default=11)
-    ap.add_argument("--backend", choices=("asyncio", "trio"), default=None, help="default both")
+    ap.add_argument("--backend", choices=BACKENDS, default=None, help="default both")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
-    backends = [args.backend] if args.backend else ["asyncio", "trio"]
-    _one(backends[0])  # compiles what a fresh checkout has not compiled yet; not counted
-    rows: list[str] = []
+    backends = [args.backend] if args.backend else list(BACKENDS)
+    measure(backends[0])  # compiles what a fresh checkout has not compiled yet; not counted
     load = os.getloadavg()[0]
-    for backend in backends:
-        runs = [_one(backend) for _ in range(args.reps)]
-        idle = [r["idle_max_ms"] for r in runs]
-        start = [r["start_max_ms"] for r in runs]
-        took = [r["start_ms"] for r in runs]
-        median = statistics.median(start)
-        verdict = "met" if median <= TARGET_MS else "MISSED"
-        rows.append(
-            f"| {backend} | {statistics.median(idle):.1f} ({max(idle):.1f}) | "
-            f"**{median:.1f}** ({max(start):.1f}) | {statistics.median(took):.0f} | "
-            f"≤ {TARGET_MS:g} ms: **{verdict}** |"
-        )
+    records: list[dict[str, Any]] = []
+    for rep in range(args.reps):
+        for backend in backends:  # the backends interleaved, as bench/run.py runs them
+            res = measure(backend)
+            records.append({"kind": "stall", "rep": rep, "backend": backend, "result": res})
+            if "error" in res:
+                print(f"{backend}, repetition {rep + 1}: {res['error']}", file=sys.stderr)
     after = os.getloadavg()[0]
-    text = "\n".join(
-        [
-            "## Event-loop stalls while a typed ACP child starts",
-            "",
-            "`bench/stall.py` (reproduce with `.venv/bin/python bench/stall.py --out "
-            "bench/stall-results.md`): a fresh process per repetition imports the client "
-            "endpoint, then runs a task ticking every 1 ms beside `connect_agent` of the "
-            "reference agent, `session/new` and one prompt turn (the first ACP connection of "
-            "the process: the one that builds the models). Longest gap between two ticks, "
-            f"median (worst) of {args.reps} repetitions; the idle column is the same loop "
-            "with the heartbeat alone for 0.3 s just before (what the machine gives anyway). "
-            f"Load average {load:.1f} before, {after:.1f} after (2 cores).",
-            "",
-            "| backend | idle: longest gap, ms | start: longest gap, ms | start to first answer "
-            "and close, ms | target |",
-            "|---|---|---|---|---|",
-            *rows,
-            "",
-            BEFORE,
-            "",
-            "What is left on asyncio is mostly its subprocess start on the loop's thread "
-            "(`Popen` and the child watcher: a 4–5 ms gap with no ACP at all, against ~3 ms on "
-            "trio).",
-            "",
-        ]
-    )
+
+    import render  # imported here: render imports this module for its constants
+
+    context = f"Load average {load:.1f} before, {after:.1f} after ({os.cpu_count()} cores)."
+    lines = render.stall_section(records, standalone=True, context=context)
+    text = "\n".join(lines).rstrip() + "\n"
     if args.out is None:
-        print(text)
+        print(text, end="")
     else:
-        args.out.write_text(text + "\n")
+        args.out.write_text(text)
         print(f"wrote {args.out}", file=sys.stderr)
 
 

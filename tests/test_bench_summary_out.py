@@ -12,7 +12,17 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "BENCHMARKS.md"
-QUICK = ["--quick", "--impls", "floor", "--import-rounds", "0", "--quiet-wait", "0"]
+QUICK = [
+    "--quick",
+    "--impls",
+    "floor",
+    "--import-rounds",
+    "0",
+    "--stall-reps",
+    "0",
+    "--quiet-wait",
+    "0",
+]
 
 
 def bench(cwd: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], Path]:

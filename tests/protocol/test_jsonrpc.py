@@ -139,3 +139,25 @@ def test_a_lone_surrogate_is_escaped_so_the_line_stays_valid_utf8_and_exact() ->
     line = encode_message(Notification("n", {"x": "\ud800 é"}))
     assert line.decode("ascii").endswith("\n")
     assert json.loads(line)["params"] == {"x": "\ud800 é"}
+
+
+def test_a_circular_payload_is_a_local_error_and_the_encoder_stays_usable() -> None:
+    """The kept C encoder (issue 17: one encoder per process, not per message) refuses what
+    ``json`` refuses, with the same errors, and encodes the next message as if nothing
+    happened: a circular payload, NaN, a non-JSON object, then a valid message."""
+    circular: dict[str, object] = {}
+    circular["self"] = circular
+    for bad in (circular, {"x": float("inf")}, {"x": object()}):
+        with pytest.raises(LocalProtocolError) as info:
+            encode_message(Notification("n", bad))  # type: ignore[arg-type]
+        with pytest.raises((TypeError, ValueError)) as by_json:
+            json.dumps(bad, allow_nan=False)
+        assert str(by_json.value) in str(info.value)
+        nested: JsonValue = {"a": [{"b": [1, 2.5, None, True]}], "c": {"d": {"e": "é"}}}
+        line = encode_message(Notification("n", nested))
+        expected = json.dumps(
+            {"jsonrpc": "2.0", "method": "n", "params": nested},
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
+        assert line == expected.encode() + b"\n"

@@ -35,6 +35,7 @@ from ..protocol.jsonrpc import (
 )
 from ._errors import ConnectionClosedError, RPCError
 from ._router import ParamsError, Route, Router, to_json
+from ._signal import Signal, signal_factory
 
 __all__ = ("CANCEL_REQUEST_METHOD", "Peer", "PeerStatistics", "open_peer")
 
@@ -69,8 +70,8 @@ class PeerStatistics:
 class _Waiter:
     __slots__ = ("barrier", "event", "outcome")
 
-    def __init__(self) -> None:
-        self.event = anyio.Event()
+    def __init__(self, event: Signal) -> None:
+        self.event = event
         self.outcome: SuccessResponse | ErrorResponse | BaseException | None = None
         self.barrier = 0
         """Notifications received before the answer: they are handled before it is returned."""
@@ -85,10 +86,10 @@ class _Waiter:
 class _Worker:
     __slots__ = ("job", "wake")
 
-    def __init__(self) -> None:
+    def __init__(self, wake: Signal) -> None:
         self.job: tuple[Request, anyio.CancelScope, int] | None = None
         """The request, its cancel scope, and how many notifications came before it."""
-        self.wake = anyio.Event()
+        self.wake = wake
 
 
 @final
@@ -159,6 +160,7 @@ class Peer:
         self._notification_buffer = notification_buffer
         self._notify_send: MemoryObjectSendStream[Notification] | None = None
         self._notify_receive: MemoryObjectReceiveStream[Notification] | None = None
+        self._signal: Callable[[], Signal] = anyio.Event  # the loop's own kind once running
         self._write_lock = anyio.Lock(fast_acquire=True)
         # A stream that hands each item over whole and never interleaves two (it says so with
         # ``atomic_send = True``) needs no lock around writes.
@@ -192,7 +194,7 @@ class Peer:
             raise ConnectionClosedError(self._closed_error.reason)
         request_id = self._next_id
         self._next_id += 1
-        waiter = _Waiter()
+        waiter = _Waiter(self._signal())
         self._pending[request_id] = waiter
         sent = False
         try:
@@ -225,6 +227,8 @@ class Peer:
     async def _wait_answer(self, waiter: _Waiter) -> None:
         await waiter.event.wait()
         barrier = waiter.barrier
+        if self._notes_handled >= barrier:
+            return  # the common case: nothing to wait for
         inside = _handling_notification.get()
         if inside is not None and inside < barrier:
             # Called from a notification handler: only the notifications before it count.
@@ -325,6 +329,7 @@ class Peer:
         self._sent += 1
 
     async def _run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        self._signal = signal_factory()
         send, receive = anyio.create_memory_object_stream[Notification](self._notification_buffer)
         self._notify_send, self._notify_receive = send, receive
         with send, receive:
@@ -482,7 +487,7 @@ class Peer:
             worker.wake.set()
         else:
             self._workers += 1
-            worker = _Worker()
+            worker = _Worker(self._signal())
             worker.job = (request, scope, self._notes_received)
             tg.start_soon(self._work, worker)
 
@@ -493,7 +498,7 @@ class Peer:
                 assert job is not None
                 worker.job = None
                 await self._handle_request(*job)
-                worker.wake = anyio.Event()
+                worker.wake = self._signal()
                 self._idle.append(worker)
                 if self._worker_freed is not None:
                     self._worker_freed.set()
@@ -539,7 +544,8 @@ class Peer:
         result: object = None
         with scope:
             try:
-                await self._notifications_handled(notifications_before)
+                if self._notes_handled < notifications_before:
+                    await self._notifications_handled(notifications_before)
                 result = await route.handler(params)
             except RPCError as exc:
                 return ErrorResponse(request.id, exc.error)

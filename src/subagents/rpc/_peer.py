@@ -13,7 +13,6 @@ from typing import Final, final
 
 import anyio
 import anyio.abc
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ..protocol.errors import (
     LocalProtocolError,
@@ -34,6 +33,7 @@ from ..protocol.jsonrpc import (
     encode_message,
 )
 from ._errors import ConnectionClosedError, RPCError
+from ._notification_queue import NotificationQueue
 from ._router import ParamsError, Route, Router, to_json
 from ._signal import Signal, signal_factory
 
@@ -158,8 +158,7 @@ class Peer:
         self._worker_freed: anyio.Event | None = None
         self._handlers_done: anyio.Event | None = None
         self._notification_buffer = notification_buffer
-        self._notify_send: MemoryObjectSendStream[Notification] | None = None
-        self._notify_receive: MemoryObjectReceiveStream[Notification] | None = None
+        self._notes: NotificationQueue[Notification] | None = None
         self._signal: Callable[[], Signal] = anyio.Event  # the loop's own kind once running
         self._write_lock = anyio.Lock(fast_acquire=True)
         # A stream that hands each item over whole and never interleaves two (it says so with
@@ -285,11 +284,7 @@ class Peer:
             protocol_errors=self._protocol_errors,
             pending_requests=len(self._pending),
             handlers_running=len(self._inbound),
-            notifications_queued=(
-                0
-                if self._notify_receive is None
-                else self._notify_receive.statistics().current_buffer_used
-            ),
+            notifications_queued=(0 if self._notes is None else len(self._notes)),
         )
 
     # ------------------------------------------------------------------ internals
@@ -330,19 +325,20 @@ class Peer:
 
     async def _run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         self._signal = signal_factory()
-        send, receive = anyio.create_memory_object_stream[Notification](self._notification_buffer)
-        self._notify_send, self._notify_receive = send, receive
-        with send, receive:
-            async with anyio.create_task_group() as tg:
-                self._task_group = tg
-                tg.start_soon(self._deliver_notifications, receive)
-                task_status.started()
-                await self._read_loop(tg, send)
+        notes = NotificationQueue[Notification](self._notification_buffer, self._signal)
+        self._notes = notes
+        async with anyio.create_task_group() as tg:
+            self._task_group = tg
+            tg.start_soon(self._deliver_notifications, notes)
+            task_status.started()
+            try:
+                await self._read_loop(tg, notes)
+            finally:
                 # The stream ended: let queued notifications drain, then stop.
-                send.close()
+                notes.close()
 
     async def _read_loop(
-        self, tg: anyio.abc.TaskGroup, notify: MemoryObjectSendStream[Notification]
+        self, tg: anyio.abc.TaskGroup, notify: NotificationQueue[Notification]
     ) -> None:
         framer = self._framer
         reason = f"{self.name}: the peer closed the connection (end of stream)"
@@ -370,10 +366,8 @@ class Peer:
                         # The common case inline (a stream of session/update): no coroutine.
                         self._received += 1
                         self._notes_received += 1
-                        try:
-                            notify.send_nowait(event)
-                        except anyio.WouldBlock:
-                            await notify.send(event)
+                        if not notify.put_nowait(event):
+                            await notify.put(event)
                     elif isinstance(event, RemoteProtocolError):
                         await self._on_bad_line(event)
                     else:
@@ -387,17 +381,15 @@ class Peer:
         self,
         message: Message,
         tg: anyio.abc.TaskGroup,
-        notify: MemoryObjectSendStream[Notification],
+        notify: NotificationQueue[Notification],
     ) -> None:
         if isinstance(message, Notification):
             if message.method == CANCEL_REQUEST_METHOD:
                 self._on_cancel_request(message.params)
                 return
             self._notes_received += 1
-            try:
-                notify.send_nowait(message)
-            except anyio.WouldBlock:
-                await notify.send(message)
+            if not notify.put_nowait(message):
+                await notify.put(message)
         elif isinstance(message, Request):
             if message.id in self._inbound:
                 await self._report_and_answer(
@@ -561,20 +553,14 @@ class Peer:
             return ErrorResponse(request.id, RPCError.request_cancelled().error)
         return SuccessResponse(request.id, to_json(result))
 
-    async def _deliver_notifications(
-        self, receive: MemoryObjectReceiveStream[Notification]
-    ) -> None:
+    async def _deliver_notifications(self, notes: NotificationQueue[Notification]) -> None:
         try:
             while True:
-                try:
-                    note = receive.receive_nowait()
-                except anyio.WouldBlock:
-                    try:
-                        note = await receive.receive()
-                    except anyio.EndOfStream:
-                        return
-                except anyio.EndOfStream:
-                    return
+                note = notes.get_nowait()
+                if note is None:
+                    note = await notes.get()
+                    if note is None:
+                        return  # closed and drained
                 route = self._router.notification_route(note.method)
                 if route is not None:
                     await self._handle_notification(note, route)

@@ -679,8 +679,8 @@ _models_ready = False
 
 
 def _prepare_models() -> None:
-    """Import the generated models and build the validators and serializers of every message
-    the client endpoint reads or writes (a worker thread runs it: see :func:`_ready_models`).
+    """Import the generated models and build the validators of every message the client
+    endpoint reads or writes (a worker thread runs it: see :func:`_ready_models`).
 
     Meanwhile the interpreter's switch interval is 1 ms instead of 5: the event loop's thread,
     woken by a timer or a read, gets the GIL back within a millisecond."""

@@ -21,6 +21,7 @@ errors are ``pydantic_core.ValidationError``, which is ``pydantic.ValidationErro
 from __future__ import annotations
 
 import inspect
+import math
 import threading
 import types
 import typing
@@ -239,6 +240,10 @@ class ACPModel:
         exclude_none: bool = False,
     ) -> dict[str, Any]:
         """The model as a dict (attribute names unless ``by_alias``; JSON values in ``json``)."""
+        try:
+            return _Dump(by_alias, exclude_unset, exclude_none).model(self)
+        except _NotPlainJson:
+            pass
         dumped = _serializer(type(self)).to_python(
             self,
             mode=mode,
@@ -353,8 +358,88 @@ def to_wire(model: ACPModel) -> dict[str, JsonValue]:
     Wire names, JSON-compatible values, and only the fields that were set (given, parsed, or a
     union tag), so a parsed message dumps back to what was received.
     """
-    data = _serializer(type(model)).to_python(model, mode="json", by_alias=True, exclude_unset=True)
-    return cast("dict[str, JsonValue]", data)
+    return cast("dict[str, JsonValue]", model.model_dump(by_alias=True, exclude_unset=True))
+
+
+class _NotPlainJson(Exception):
+    """A value :class:`_Dump` leaves to pydantic_core's serializer (a tuple, a non-finite float,
+    a ``str`` subclass, a non-string key, any other object)."""
+
+
+@final
+class _Dump:
+    """``model_dump`` in Python for models that hold plain JSON values (every message parsed
+    from the wire, and what the endpoints build): the same dict pydantic_core's serializer
+    gives, in either mode, without building a serializer per model (about 1 MiB and 2 ms for
+    an endpoint's models) or loading what its first use imports (``uuid``, ``pathlib``,
+    ``ipaddress``...: 5–7 ms, 1 MiB). Anything else raises :class:`_NotPlainJson`, and the
+    serializer does the whole dump: what a caller gets never depends on the path taken."""
+
+    __slots__ = ("by_alias", "exclude_none", "exclude_unset")
+
+    def __init__(self, by_alias: bool, exclude_unset: bool, exclude_none: bool) -> None:
+        self.by_alias = by_alias
+        self.exclude_unset = exclude_unset
+        self.exclude_none = exclude_none
+
+    def model(self, model: ACPModel) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        values = model.__dict__
+        given = model.__pydantic_fields_set__ if self.exclude_unset else None
+        exclude_none = self.exclude_none
+        for name, key in _dump_keys(type(model), self.by_alias):
+            if given is not None and name not in given:
+                continue
+            value = values[name]
+            if value is None:
+                if not exclude_none:
+                    out[key] = None
+            else:
+                out[key] = self.value(value)
+        extra = model.__pydantic_extra__
+        if extra:  # always dumped, as the serializer does
+            for key, value in extra.items():
+                if value is None:
+                    if not exclude_none:
+                        out[key] = None
+                else:
+                    out[key] = self.value(value)
+        return out
+
+    def value(self, value: object) -> Any:
+        kind = type(value)
+        if kind is str or kind is int or kind is bool or value is None:
+            return value
+        if kind is float:
+            if math.isfinite(cast(float, value)):
+                return value
+            raise _NotPlainJson
+        if isinstance(value, ACPModel):
+            return self.model(value)
+        if kind is list:
+            return [self.value(item) for item in cast("list[object]", value)]
+        if kind is dict:
+            items = cast("dict[object, object]", value)
+            out: dict[str, Any] = {}
+            for key, item in items.items():
+                if type(key) is not str:
+                    raise _NotPlainJson
+                out[key] = self.value(item)
+            return out
+        raise _NotPlainJson
+
+
+def _dump_keys(cls: type[ACPModel], by_alias: bool) -> tuple[tuple[str, str], ...]:
+    """``(attribute name, dumped key)`` of each field, in definition order."""
+    attr = "__acp_alias_keys__" if by_alias else "__acp_name_keys__"
+    keys = cls.__dict__.get(attr)
+    if keys is None:
+        keys = tuple(
+            (name, (info.serialization_alias or name) if by_alias else name)
+            for name, info in cls.__acp_fields__.items()
+        )
+        type.__setattr__(cls, attr, keys)
+    return cast("tuple[tuple[str, str], ...]", keys)
 
 
 @overload
@@ -480,21 +565,12 @@ def _serializer(cls: type[ACPModel]) -> SchemaSerializer:
 
 
 def prepare(*models: type[ACPModel]) -> None:
-    """Build the validators and serializers of ``models`` now, so that their first message
-    writes no schema. Thread-safe: the client endpoint calls it in a worker thread before its
-    first connection, so that a harness's event loop never stalls on the ~20 ms of class and
-    schema building a process's first ACP connection costs."""
+    """Build the validators of ``models`` now, so that their first message writes no schema
+    (dumping needs none: see :class:`_Dump`). Thread-safe: the client endpoint calls it in a
+    worker thread before its first connection, so that a harness's event loop never stalls on
+    the class and schema building a process's first ACP connection costs."""
     for model in models:
         _validator(model)
-        _serializer(model)
-    global _dumped_once
-    if not _dumped_once:
-        # pydantic_core imports pathlib and more on its first JSON-mode dump (~6 ms).
-        _serializer(ACPModel).to_python(ACPModel(), mode="json")
-        _dumped_once = True
-
-
-_dumped_once = False
 
 
 def _closed_schema(cls: type[ACPModel]) -> cs.CoreSchema:

@@ -6,11 +6,15 @@ argv and creates the binary a real install would."""
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
 import os
 import stat
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -187,9 +191,40 @@ def test_agents_install_installs_the_pinned_version_into_the_prefix_and_agents_s
     listed = subagents(tmp_path, env, "agents", "--json")
     [entry] = [e for e in json.loads(listed.stdout) if e["name"] == "codex-acp"]
     assert entry["command"] == [str(installed)]
-    probed = subagents(tmp_path, env, "agents", "--probe", "codex-acp", "--json")
+    # The probe also checks that the agent reaches its model API: give it one, on loopback
+    # (this machine has no network; without it the probe says `no network`, as it should).
+    with _model_api() as url:
+        codex_home = Path(env["HOME"]) / ".codex"
+        codex_home.mkdir()
+        (codex_home / "config.toml").write_text(f'openai_base_url = "{url}"\n')
+        probed = subagents(tmp_path, env, "agents", "--probe", "codex-acp", "--json")
     assert probed.returncode == 0, probed.stdout + probed.stderr
     assert json.loads(probed.stdout)[0]["status"] == "ok"
+
+
+@contextlib.contextmanager
+def _model_api() -> Iterator[str]:
+    """An HTTP server on 127.0.0.1 that answers anything (the probe's reachability check)."""
+
+    class Answer(http.server.BaseHTTPRequestHandler):
+        def do_HEAD(self) -> None:
+            self.send_response(404)
+            self.end_headers()
+
+        do_GET = do_POST = do_HEAD
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
 
 
 def test_agents_install_without_names_installs_every_npm_backed_built_in(

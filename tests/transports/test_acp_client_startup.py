@@ -59,26 +59,38 @@ def test_the_first_connection_builds_the_models_in_a_worker_thread(backend: str)
     assert out == "[False, False] end_turn"
 
 
-def test_prepare_builds_validators_and_serializers_once() -> None:
-    """``acp.prepare`` leaves every given model with its validator and serializer, and a second
-    call builds nothing new."""
+def test_prepare_builds_validators_once_and_no_dump_builds_a_serializer() -> None:
+    """``acp.prepare`` leaves every given model with its validator, a second call builds nothing
+    new, and dumping a message builds no serializer and imports nothing (issue 17: the dump is
+    Python; pydantic_core's serializer costs ~1 MiB and its first use imports uuid, pathlib...)."""
     out = _run(
         """
+        import sys
         from subagents.protocol import acp
 
         models = (acp.InitializeResponse, acp.SessionNotification)
         acp.prepare(*models)
 
         def built():
-            keys = ("__acp_validator__", "__acp_serializer__")
-            return [tuple(m.__dict__[k] for k in keys) for m in models]
+            return [m.__dict__["__acp_validator__"] for m in models]
 
         first = built()
         acp.prepare(*models)
-        print(all(a is b for x, y in zip(first, built()) for a, b in zip(x, y)))
+        loaded = set(sys.modules)
+        note = acp.from_wire(
+            acp.SessionNotification,
+            {"sessionId": "s", "update": {"sessionUpdate": "plan", "entries": []}},
+        )
+        wire = acp.to_wire(note)
+        print(
+            all(a is b for a, b in zip(first, built())),
+            not any("__acp_serializer__" in m.__dict__ for m in models),
+            sorted(set(sys.modules) - loaded),
+            wire["update"]["sessionUpdate"],
+        )
         """
     )
-    assert out == "True"
+    assert out == "True True [] plan"
 
 
 def test_models_built_in_several_threads_at_once_validate_correctly() -> None:

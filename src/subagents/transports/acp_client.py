@@ -39,18 +39,16 @@ from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from types import TracebackType
-from typing import Any, Final, Protocol, TypeAlias, TypeVar, final
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, TypeVar, final
 
 import anyio
 import anyio.abc
 import anyio.to_thread
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from pydantic_core import ValidationError, from_json
 
 from .. import __version__
 from ..protocol import acp
-from ..protocol.acp import PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, from_wire, to_wire
-from ..protocol.acp._base import ACPModel
+from ..protocol.acp.methods import PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
 from ..protocol.errors import RemoteProtocolError
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
 from ..protocol.jsonrpc import JsonValue
@@ -73,9 +71,21 @@ __all__ = (
     "reject_policy",
 )
 
+if TYPE_CHECKING:
+    from ..protocol.acp._base import ACPModel
+
 logger = logging.getLogger("subagents.acp.client")
 
-ModelT = TypeVar("ModelT", bound=ACPModel)
+ModelT = TypeVar("ModelT", bound="ACPModel")
+
+
+def _validation_error() -> type[Exception]:
+    """What :func:`acp.from_wire` raises on invalid data. pydantic_core is imported with the
+    models, by the first connection (in a worker thread), not with this module."""
+    from pydantic_core import ValidationError
+
+    return ValidationError
+
 
 PermissionPolicy: TypeAlias = (
     "Callable[[acp.RequestPermissionRequest], Awaitable[acp.RequestPermissionOutcome]]"
@@ -173,7 +183,7 @@ async def allow_policy(request: acp.RequestPermissionRequest) -> acp.RequestPerm
 
 def _void(tp: type[ModelT], result: JsonValue) -> ModelT:
     """Parse the result of a "void" method: ``null`` and ``{}`` are both accepted."""
-    return from_wire(tp, {} if result is None else result)
+    return acp.from_wire(tp, {} if result is None else result)
 
 
 def _text_prompt(prompt: str | Sequence[acp.ContentBlock]) -> list[acp.ContentBlock]:
@@ -251,7 +261,8 @@ class PromptTurn:
         for scope in list(self._permission_scopes):
             scope.cancel()
         await self._session.connection.peer.notify(
-            "session/cancel", to_wire(acp.CancelNotification(session_id=self._session.session_id))
+            "session/cancel",
+            acp.to_wire(acp.CancelNotification(session_id=self._session.session_id)),
         )
 
     def abandon(self) -> None:
@@ -264,7 +275,7 @@ class PromptTurn:
     # -- lifecycle
 
     async def _run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
-        params = to_wire(
+        params = acp.to_wire(
             acp.PromptRequest(session_id=self._session.session_id, prompt=self._prompt)
         )
         try:
@@ -272,12 +283,12 @@ class PromptTurn:
                 self._request_scope = scope
                 task_status.started()
                 result = await self._session.connection.peer.request("session/prompt", params)
-                self._response = from_wire(acp.PromptResponse, result)
+                self._response = acp.from_wire(acp.PromptResponse, result)
             if scope.cancelled_caught:
                 self._error = TimeoutError(
                     "the agent did not answer the cancelled turn in time; gave up waiting"
                 )
-        except (RPCError, ConnectionClosedError, ValidationError) as exc:
+        except (RPCError, ConnectionClosedError, _validation_error()) as exc:
             self._error = exc
         except BaseException as exc:
             self._error = exc
@@ -371,7 +382,7 @@ class ClientSession:
             await turn.cancel()
         else:
             await self.connection.peer.notify(
-                "session/cancel", to_wire(acp.CancelNotification(session_id=self.session_id))
+                "session/cancel", acp.to_wire(acp.CancelNotification(session_id=self.session_id))
             )
 
     async def set_mode(self, mode_id: str) -> None:
@@ -379,7 +390,7 @@ class ClientSession:
             raise CapabilityError(f"session {self.session_id} has no modes (session/set_mode)")
         result = await self.connection.peer.request(
             "session/set_mode",
-            to_wire(acp.SetSessionModeRequest(session_id=self.session_id, mode_id=mode_id)),
+            acp.to_wire(acp.SetSessionModeRequest(session_id=self.session_id, mode_id=mode_id)),
         )
         _void(acp.SetSessionModeResponse, result)
         self.modes.current_mode_id = mode_id
@@ -398,7 +409,7 @@ class ClientSession:
         if isinstance(value, bool):
             params["type"] = "boolean"
         result = await self.connection.peer.request("session/set_config_option", params)
-        response = from_wire(acp.SetSessionConfigOptionResponse, result)
+        response = acp.from_wire(acp.SetSessionConfigOptionResponse, result)
         self.config_options = list(response.config_options)
         return self.config_options
 
@@ -464,7 +475,7 @@ class AgentConnection:
                 f"the agent advertised no auth method {method_id!r} (it offers {ids})"
             )
         result = await self.peer.request(
-            "authenticate", to_wire(acp.AuthenticateRequest(method_id=method_id))
+            "authenticate", acp.to_wire(acp.AuthenticateRequest(method_id=method_id))
         )
         _void(acp.AuthenticateResponse, result)
 
@@ -491,8 +502,8 @@ class AgentConnection:
         )
         if additional_directories is None:
             params.__pydantic_fields_set__.discard("additional_directories")
-        result = await self.peer.request("session/new", to_wire(params))
-        response = from_wire(acp.NewSessionResponse, result)
+        result = await self.peer.request("session/new", acp.to_wire(params))
+        response = acp.from_wire(acp.NewSessionResponse, result)
         return self._add_session(response.session_id, response.modes, response.config_options)
 
     async def load_session(
@@ -510,7 +521,7 @@ class AgentConnection:
         request = acp.LoadSessionRequest(
             session_id=session_id, cwd=_absolute(cwd), mcp_servers=list(mcp_servers)
         )
-        result = await self.peer.request("session/load", to_wire(request))
+        result = await self.peer.request("session/load", acp.to_wire(request))
         response = _void(acp.LoadSessionResponse, result)
         session.modes = response.modes
         session.config_options = response.config_options
@@ -529,7 +540,7 @@ class AgentConnection:
         request = acp.ResumeSessionRequest(
             session_id=session_id, cwd=_absolute(cwd), mcp_servers=list(mcp_servers)
         )
-        result = await self.peer.request("session/resume", to_wire(request))
+        result = await self.peer.request("session/resume", acp.to_wire(request))
         response = _void(acp.ResumeSessionResponse, result)
         return self._add_session(session_id, response.modes, response.config_options)
 
@@ -544,7 +555,9 @@ class AgentConnection:
             params["cwd"] = cwd
         if cursor is not None:
             params["cursor"] = cursor
-        return from_wire(acp.ListSessionsResponse, await self.peer.request("session/list", params))
+        return acp.from_wire(
+            acp.ListSessionsResponse, await self.peer.request("session/list", params)
+        )
 
     async def close_session(self, session_id: str) -> None:
         """``session/close`` (needs ``sessionCapabilities.close``)."""
@@ -744,6 +757,8 @@ async def connect_agent_over(
 ) -> AsyncGenerator[AgentConnection, None]:
     """Connect to an agent over a byte-stream pair and ``initialize``; see :func:`connect_agent`."""
     await _ready_models()
+    from pydantic_core import from_json  # loaded with the models, off the event loop
+
     router = Router()
     handlers = _ClientHandlers(permission_policy)
     handlers.register(router)
@@ -798,7 +813,7 @@ async def _initialize(
         client_info=client_info,
     )
     try:
-        result = await peer.request("initialize", to_wire(request), timeout=timeout)
+        result = await peer.request("initialize", acp.to_wire(request), timeout=timeout)
     except TimeoutError as exc:
         raise AgentStartupError(f"the agent did not answer initialize within {timeout} s") from exc
     except ConnectionClosedError as exc:
@@ -809,8 +824,8 @@ async def _initialize(
     if version not in SUPPORTED_PROTOCOL_VERSIONS:
         raise ProtocolVersionError(version)
     try:
-        return from_wire(acp.InitializeResponse, result)
-    except ValidationError as exc:
+        return acp.from_wire(acp.InitializeResponse, result)
+    except _validation_error() as exc:
         raise AgentStartupError(f"the agent's initialize answer is invalid: {exc}") from exc
 
 

@@ -108,3 +108,34 @@ def test_unknown_attributes_raise_attribute_error() -> None:
     """Requirement 5: the lazy ``__getattr__`` does not invent names."""
     with pytest.raises(AttributeError, match="NoSuchModel"):
         getattr(acp_package, "NoSuchModel")  # noqa: B009
+
+
+def test_the_client_endpoint_loads_the_model_machinery_with_its_first_connection() -> None:
+    """Issue 17 (import of the client endpoint ≤ 1.5× ``import asyncio, json``; no stall):
+    importing ``subagents.transports.acp_client`` loads neither pydantic_core nor the model
+    runtime; the first connection loads them (in a worker thread) and then talks typed ACP."""
+    loaded = run(
+        """
+        import json, sys
+        import anyio
+        import subagents.transports.acp_client as client
+        before = {
+            "pydantic_core": "pydantic_core" in sys.modules,
+            "base": "subagents.protocol.acp._base" in sys.modules,
+        }
+
+        async def main():
+            command = [sys.executable, "-m", "subagents.agents.reference"]
+            async with client.connect_agent(command) as agent:
+                session = await agent.new_session()
+                return (await session.run("hello")).stop_reason
+
+        stop = anyio.run(main)
+        after = {"pydantic_core": "pydantic_core" in sys.modules, "stop": stop}
+        print(json.dumps({"before": before, "after": after}))
+        """
+    )
+    assert loaded == {
+        "before": {"pydantic_core": False, "base": False},
+        "after": {"pydantic_core": True, "stop": "end_turn"},
+    }

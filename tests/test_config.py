@@ -165,6 +165,39 @@ def test_later_files_replace_entries_of_the_same_name(isolated: tuple[Path, Path
     assert agents["spawn"].source == "built-in"
 
 
+def test_a_table_without_a_command_updates_the_entry_it_names(
+    isolated: tuple[Path, Path],
+) -> None:
+    """Issue 19 (first contact: the hints work as written): ``[agents.codex] env = {...}``, what
+    the "needs credentials" hint tells a user to write, gives the built-in its key and keeps
+    its command; later files update earlier ones field by field (``env`` and ``options``
+    merged key by key); a table with a ``command`` still replaces the entry, and a name
+    nothing defined still needs a command."""
+    user, project = isolated
+    builtin = load_agents(defaults=False)["codex"]
+    user.write_text(
+        '[agents.codex]\nenv = { OPENAI_API_KEY = "sk-user" }\n'
+        '[agents.spawn.options]\nadapter = "offline"\n'
+    )
+    project.write_text(
+        '[agents.codex]\nenv = { HTTPS_PROXY = "http://proxy:3128" }\ntimeout = 30\n'
+        '[agents.reference]\ncommand = ["my-reference"]\n'
+    )
+    agents = load_agents()
+    codex = agents["codex"]
+    assert codex.command == builtin.command
+    assert codex.provider == "codex"
+    assert dict(codex.env) == {"OPENAI_API_KEY": "sk-user", "HTTPS_PROXY": "http://proxy:3128"}
+    assert codex.timeout == 30
+    assert codex.first_event_timeout == builtin.first_event_timeout
+    assert codex.source == str(project)
+    assert dict(agents["spawn"].options) == {"adapter": "offline"}
+    assert agents["reference"].command == ("my-reference",)  # replaced, not updated
+    project.write_text('[agents.nobody]\nenv = { A = "b" }\n')
+    with pytest.raises(ConfigError, match="needs a command"):
+        load_agents()
+
+
 def test_defaults_false_reads_only_the_explicit_files(isolated: tuple[Path, Path]) -> None:
     user, _ = isolated
     user.write_text('[agents.mine]\ncommand = ["user-mine"]\n')

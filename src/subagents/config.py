@@ -19,6 +19,14 @@ An entry says how to run one agent as a subagent::
     [agents.my-agent.options]             # provider-specific (see each provider)
     adapter = "anthropic"
 
+A table for a name already defined (a built-in, or an entry of an earlier file) that gives no
+``provider``, ``command`` or ``args`` updates that entry instead of replacing it: its fields
+replace the entry's, and ``env`` and ``options`` are merged key by key. That is how a built-in
+gets its key without restating its command::
+
+    [agents.codex]
+    env = { OPENAI_API_KEY = "sk-..." }
+
 Files, later ones winning entry by entry: the built-ins, then
 ``$XDG_CONFIG_HOME/subagents/subagents.toml`` (``~/.config/...``), then ``subagents.toml`` in
 the working directory, then files given explicitly. :func:`from_acp_registry` turns an entry
@@ -236,8 +244,11 @@ def _entry(name: str, data: Mapping[str, Any], source: str) -> AgentSpec:
     )
 
 
-def parse_agents(text: str, source: str) -> dict[str, AgentSpec]:
-    """The entries of one TOML document (``source`` names it in errors)."""
+def parse_agents(
+    text: str, source: str, existing: Mapping[str, AgentSpec] | None = None
+) -> dict[str, AgentSpec]:
+    """The entries of one TOML document (``source`` names it in errors). A table naming an
+    entry of ``existing`` without ``provider``, ``command`` or ``args`` updates that entry."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -252,8 +263,37 @@ def parse_agents(text: str, source: str) -> dict[str, AgentSpec]:
     for name, entry in cast(dict[str, Any], agents).items():
         if not isinstance(entry, dict):
             raise ConfigError(f"{source}: agents.{name} must be a table")
-        result[name] = _entry(name, cast(dict[str, Any], entry), source)
+        fields = cast(dict[str, Any], entry)
+        base = (existing or {}).get(name)
+        if base is not None and not {"provider", "command", "args"} & set(fields):
+            fields = _updated(base, fields)
+        result[name] = _entry(name, fields, source)
     return result
+
+
+def _updated(base: AgentSpec, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` as registry fields, with ``fields`` laid over it (``env`` and ``options``
+    merged key by key)."""
+    data: dict[str, Any] = {
+        "provider": base.provider,
+        "command": list(base.command),
+        "permission": base.permission,
+        "startup_timeout": base.startup_timeout,
+        "first_event_timeout": base.first_event_timeout or 0,
+        "description": base.description,
+    }
+    for key in ("cwd", "model", "timeout", "turn_deadline"):
+        value = getattr(base, key)
+        if value is not None:
+            data[key] = value
+    data.update(fields)
+    for key, current in (("env", base.env), ("options", base.options)):
+        given = fields.get(key)
+        if isinstance(given, dict):
+            data[key] = {**current, **cast(dict[str, Any], given)}
+        elif key not in fields:
+            data[key] = dict(current)
+    return data
 
 
 def config_paths(cwd: Path | None = None) -> list[Path]:
@@ -360,7 +400,7 @@ def load_agents(
                 f"{path}: cannot read it: {exc.strerror}",
                 hint="give a readable registry file (a TOML file with [agents.NAME] tables)",
             ) from exc
-        agents.update(parse_agents(text, str(path)))
+        agents.update(parse_agents(text, str(path), agents))
     return agents
 
 

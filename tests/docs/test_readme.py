@@ -35,15 +35,19 @@ def test_the_runtime_example_delegates_two_levels_deep_and_prints_the_answer() -
 
 
 def test_the_registry_example_is_a_valid_registry_file() -> None:
-    """Issue 9: the README's subagents.toml example parses as written."""
-    from subagents.config import parse_agents
+    """Issue 9: the README's subagents.toml example parses as written (issue 19: on top of
+    the built-ins, whose codex entry it updates with a key)."""
+    from subagents.config import builtin_agents, parse_agents
 
     blocks = re.findall(r"```toml\n(.*?)```", README.read_text(), re.S)
     [example] = [b for b in blocks if "[agents.my-agent]" in b]
-    agents = parse_agents(example, "README.md")
-    assert sorted(agents) == ["local-model", "my-agent"]
+    builtins = builtin_agents()
+    agents = parse_agents(example, "README.md", builtins)
+    assert sorted(agents) == ["codex", "local-model", "my-agent"]
     assert agents["my-agent"].permission == "ask"
     assert agents["local-model"].options["adapter"] == "openai"
+    assert agents["codex"].command == builtins["codex"].command
+    assert agents["codex"].env["OPENAI_API_KEY"] == "sk-..."
 
 
 def test_the_delegate_example_streams_the_reference_agent_and_its_outcome(tmp_path: Path) -> None:

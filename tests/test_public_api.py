@@ -10,6 +10,7 @@ PUBLIC_MODULES = [
     "subagents",
     "subagents.protocol",
     "subagents.protocol.acp",
+    "subagents.protocol.claude",
     "subagents.protocol.errors",
     "subagents.protocol.framing",
     "subagents.protocol.jsonrpc",

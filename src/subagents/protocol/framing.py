@@ -12,6 +12,10 @@ JSON-RPC code to answer it with) and the lines after it are read as usual. A lin
 ``max_message_bytes`` is skipped while it streams in: the framer never holds more than the limit
 of one line, whatever the peer sends.
 
+The lines themselves come from :class:`LineSplitter` (chunking, partial lines, the size limit),
+the one line splitter of every NDJSON dialect: the Claude Code stream-json reader uses it too,
+for lines that are JSON objects but not JSON-RPC messages.
+
 ``json_loads`` lets a caller that has a faster JSON parser at hand (the typed ACP endpoints pass
 ``pydantic_core.from_json``, about three times faster than :func:`json.loads` on a small line)
 use it for the lines it accepts; a line it refuses is parsed again the standard way, so what a
@@ -22,8 +26,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from enum import Enum
-from typing import Final, Literal, TypeAlias
+from typing import Final, Literal, TypeAlias, final
 
 from .errors import InvalidMessageError, MessageTooLargeError, RemoteProtocolError
 from .jsonrpc import ErrorCode, JsonValue, Message, RequestId, decode_message
@@ -33,7 +38,10 @@ __all__ = (
     "END_OF_STREAM",
     "NEED_DATA",
     "FramerEvent",
+    "LineEvent",
+    "LineSplitter",
     "NdjsonFramer",
+    "OversizedLine",
 )
 
 DEFAULT_MAX_MESSAGE_BYTES: Final = 64 * 1024 * 1024
@@ -64,18 +72,40 @@ FramerEvent: TypeAlias = (
 )
 
 
-class NdjsonFramer:
-    """Turns a byte stream into JSON-RPC messages (one per ``\\n``-terminated line).
+@final
+@dataclass(frozen=True, slots=True)
+class OversizedLine:
+    """A line longer than the limit: skipped while it streamed in, never held whole."""
 
-    - chunks may split a message anywhere, and one chunk may hold many messages;
-    - ``\\r\\n`` line ends and surrounding whitespace are accepted; blank lines are skipped;
+    size: int
+    """Its length in bytes, without the newline."""
+    head: bytes
+    """Its first bytes (up to 4 KiB): enough to tell what it was."""
+
+
+LineEvent: TypeAlias = (
+    bytearray | OversizedLine | Literal[_Sentinel.NEED_DATA] | Literal[_Sentinel.END_OF_STREAM]
+)
+
+
+@final
+class LineSplitter:
+    """Turns a byte stream into ``\\n``-terminated lines: the one line splitter of every NDJSON
+    dialect (:class:`NdjsonFramer` for JSON-RPC, the Claude Code stream-json reader)::
+
+        lines.receive_data(chunk)           # b"" or receive_eof() at the end of the stream
+        while (line := lines.next_line()) is not NEED_DATA:
+            ...                             # a bytearray, an OversizedLine, or END_OF_STREAM
+
+    - chunks may split a line anywhere, and one chunk may hold many lines;
+    - a line is given without its ``\\n`` (a ``\\r`` or other whitespace is left to the
+      caller, and so are blank lines);
     - at the end of the stream a last line without ``\\n`` is still delivered;
-    - invalid UTF-8, invalid JSON, JSON that is not an object, arrays (batches are not part of
-      ACP v1) and invalid envelopes each give one :class:`InvalidMessageError` event;
-    - a line over ``max_message_bytes`` gives one :class:`MessageTooLargeError` event and is
-      never buffered whole: once every event is read, the framer holds at most one partial
-      line of at most ``max_message_bytes + 1`` bytes (a trailing ``\\r`` may still await
-      its ``\\n``); during :meth:`receive_data` it may briefly also hold the chunk given.
+    - a line over ``max_line_bytes`` (trailing whitespace aside) gives one
+      :class:`OversizedLine` and is never buffered whole: once every line is read, the
+      splitter holds at most one partial line of at most ``max_line_bytes + 1`` bytes (a
+      trailing ``\\r`` may still await its ``\\n``); during :meth:`receive_data` it may briefly
+      also hold the chunk given.
     """
 
     __slots__ = (
@@ -84,25 +114,15 @@ class NdjsonFramer:
         "_discarding",
         "_eof",
         "_head",
-        "_loads",
         "_max",
         "_pos",
-        "_require_version",
         "_scan",
     )
 
-    def __init__(
-        self,
-        *,
-        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-        require_version: bool = True,
-        json_loads: Callable[[bytearray], JsonValue] | None = None,
-    ) -> None:
-        if max_message_bytes < 1:
-            raise ValueError("max_message_bytes must be positive")
-        self._max = max_message_bytes
-        self._loads = json_loads
-        self._require_version = require_version
+    def __init__(self, *, max_line_bytes: int) -> None:
+        if max_line_bytes < 1:
+            raise ValueError("max_line_bytes must be positive")
+        self._max = max_line_bytes
         self._buf = bytearray()
         self._pos = 0  # start of the unread part of _buf
         self._scan = 0  # where to resume the search for b"\n"
@@ -112,13 +132,13 @@ class NdjsonFramer:
         self._head = b""  # the start of the oversized line
 
     @property
-    def max_message_bytes(self) -> int:
+    def max_line_bytes(self) -> int:
         """The largest line (without its newline) that is delivered."""
         return self._max
 
     @property
     def buffered_bytes(self) -> int:
-        """Bytes held right now (never much more than ``max_message_bytes``)."""
+        """Bytes held right now (never much more than ``max_line_bytes``)."""
         return len(self._buf) - self._pos
 
     def receive_data(self, data: bytes) -> None:
@@ -131,9 +151,9 @@ class NdjsonFramer:
         if self._discarding:
             newline = data.find(b"\n")
             if newline < 0:
-                self._discard(data)
+                self._discarded += len(data)
                 return
-            self._discard(data[:newline])
+            self._discarded += newline
             data = data[newline:]  # keep the newline: it ends the oversized line
         self._buf += data
         if len(self._buf) - self._pos > self._max + 1 and self._buf.find(b"\n", self._scan) < 0:
@@ -144,8 +164,8 @@ class NdjsonFramer:
         """Mark the end of the stream."""
         self._eof = True
 
-    def next_event(self) -> FramerEvent:
-        """The next message or error, :data:`NEED_DATA`, or :data:`END_OF_STREAM`."""
+    def next_line(self) -> LineEvent:
+        """The next line or oversized line, :data:`NEED_DATA`, or :data:`END_OF_STREAM`."""
         buf = self._buf
         while True:
             if self._discarding:
@@ -180,10 +200,90 @@ class NdjsonFramer:
                     buf.clear()
                     self._pos = self._scan = 0
             if len(line) > self._max and len(line.rstrip()) > self._max:
-                return self._too_large(len(line), bytes(line[:_HEAD_BYTES]))
-            event = self._decode(line)
-            if event is not None:
-                return event
+                return OversizedLine(len(line), bytes(line[:_HEAD_BYTES]))
+            return line
+
+    def _compact(self) -> None:
+        del self._buf[: self._pos]
+        self._scan -= self._pos
+        self._pos = 0
+
+    def _start_discarding(self) -> None:
+        unread = self._buf[self._pos :]
+        self._head = bytes(unread[:_HEAD_BYTES])
+        self._discarded = len(unread)
+        self._buf.clear()
+        self._pos = self._scan = 0
+        self._discarding = True
+
+    def _finish_discarding(self) -> OversizedLine:
+        self._discarding = False
+        found = OversizedLine(self._discarded, self._head)
+        self._head = b""
+        self._discarded = 0
+        return found
+
+
+class NdjsonFramer:
+    """Turns a byte stream into JSON-RPC messages (one per ``\\n``-terminated line).
+
+    The lines come from a :class:`LineSplitter` (chunking, partial lines, the size limit);
+    the framer decodes them:
+
+    - ``\\r\\n`` line ends and surrounding whitespace are accepted; blank lines are skipped;
+    - invalid UTF-8, invalid JSON, JSON that is not an object, arrays (batches are not part of
+      ACP v1) and invalid envelopes each give one :class:`InvalidMessageError` event;
+    - a line over ``max_message_bytes`` gives one :class:`MessageTooLargeError` event naming
+      the request it was (when its start tells); the framer never holds more than about the
+      limit of one line (see :class:`LineSplitter`).
+    """
+
+    __slots__ = ("_lines", "_loads", "_require_version")
+
+    def __init__(
+        self,
+        *,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        require_version: bool = True,
+        json_loads: Callable[[bytearray], JsonValue] | None = None,
+    ) -> None:
+        if max_message_bytes < 1:
+            raise ValueError("max_message_bytes must be positive")
+        self._lines = LineSplitter(max_line_bytes=max_message_bytes)
+        self._loads = json_loads
+        self._require_version = require_version
+
+    @property
+    def max_message_bytes(self) -> int:
+        """The largest line (without its newline) that is delivered."""
+        return self._lines.max_line_bytes
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes held right now (never much more than ``max_message_bytes``)."""
+        return self._lines.buffered_bytes
+
+    def receive_data(self, data: bytes) -> None:
+        """Feed bytes from the stream. ``b""`` means the end of the stream."""
+        self._lines.receive_data(data)
+
+    def receive_eof(self) -> None:
+        """Mark the end of the stream."""
+        self._lines.receive_eof()
+
+    def next_event(self) -> FramerEvent:
+        """The next message or error, :data:`NEED_DATA`, or :data:`END_OF_STREAM`."""
+        next_line = self._lines.next_line
+        while True:
+            line = next_line()
+            if isinstance(line, bytearray):
+                event = self._decode(line)
+                if event is not None:
+                    return event
+            elif isinstance(line, OversizedLine):
+                return self._too_large(line.size, line.head)
+            else:
+                return line
 
     def _decode(self, line: bytearray) -> Message | RemoteProtocolError | None:
         if self._loads is not None:
@@ -231,30 +331,6 @@ class NdjsonFramer:
         except InvalidMessageError as exc:
             return exc
 
-    def _compact(self) -> None:
-        del self._buf[: self._pos]
-        self._scan -= self._pos
-        self._pos = 0
-
-    def _start_discarding(self) -> None:
-        unread = self._buf[self._pos :]
-        self._head = bytes(unread[:_HEAD_BYTES])
-        self._discarded = len(unread)
-        self._buf.clear()
-        self._pos = self._scan = 0
-        self._discarding = True
-
-    def _discard(self, data: bytes) -> None:
-        self._discarded += len(data)
-
-    def _finish_discarding(self) -> MessageTooLargeError:
-        self._discarding = False
-        size = self._discarded
-        head = self._head
-        self._head = b""
-        self._discarded = 0
-        return self._too_large(size, head)
-
     def _too_large(self, size: int, head: bytes) -> MessageTooLargeError:
         request_id, method, is_response = _peek_envelope(head)
         answerable = method is not None and request_id is not None
@@ -267,10 +343,11 @@ class NdjsonFramer:
             if method is not None
             else "message"
         )
+        limit = self._lines.max_line_bytes
         return MessageTooLargeError(
-            f"{what} skipped: line of {size} bytes exceeds the limit of {self._max} bytes",
+            f"{what} skipped: line of {size} bytes exceeds the limit of {limit} bytes",
             size=size,
-            limit=self._max,
+            limit=limit,
             request_id=request_id,
             method=method,
             is_response=is_response,

@@ -27,7 +27,10 @@ on the real CLI 2.1.332, ``claude.md``). What this client takes care of:
 - stdout lines up to :data:`DEFAULT_MAX_LINE_BYTES` (16 MiB; the official SDK's 1 MiB breaks
   on long replies); a longer line fails the running turn with :class:`ClaudeLineTooLongError`
   naming its size; lines not starting with ``{`` are skipped; unknown message types and
-  subtypes are delivered as :class:`ClaudeRawEvent`, never fatal;
+  subtypes are delivered as :class:`ClaudeRawEvent`, never fatal. The lines come from the
+  project's one line splitter (:class:`~subagents.protocol.framing.LineSplitter`); the event
+  models and the line → event parsing are sans-IO, in :mod:`subagents.protocol.claude`
+  (re-exported here);
 - only JSON objects are ever written to stdin (a non-JSON line kills the CLI);
 - cancellation is the ``interrupt`` control request (closing stdin does not end a turn);
   leaving a turn's block early interrupts it and waits (bounded) for its result;
@@ -40,7 +43,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import secrets
 from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
@@ -51,6 +53,24 @@ from typing import Final, Literal, TypeAlias, final
 import anyio
 import anyio.abc
 
+from ..protocol.claude import (
+    DEFAULT_MAX_LINE_BYTES,
+    ClaudeAssistantMessage,
+    ClaudeEvent,
+    ClaudeRawEvent,
+    ClaudeResult,
+    ClaudeStreamEvent,
+    ClaudeSystemInit,
+    ClaudeToolUse,
+    ClaudeUserMessage,
+    SkippedLine,
+    decode_line,
+    is_result_head,
+    parse_event,
+)
+from ..protocol.claude import object_or_empty as _obj
+from ..protocol.claude import str_or_none as _str
+from ..protocol.framing import NEED_DATA, LineSplitter, OversizedLine
 from ..protocol.jsonrpc import JsonObject, JsonValue
 from ._policy import call_policy
 from .process import (
@@ -93,9 +113,6 @@ __all__ = (
 
 logger = logging.getLogger("subagents.claude")
 
-DEFAULT_MAX_LINE_BYTES: Final = 16 * 1024 * 1024
-"""The largest stdout line read (16 MiB): long replies and big tool results exceed 1 MiB."""
-
 CONTROL_TIMEOUT: float = 10.0
 """Seconds a control request (other than ``initialize``) may take to be answered."""
 INTERRUPT_SETTLE_TIMEOUT: float = 10.0
@@ -104,6 +121,7 @@ CANCELLED_EXIT_TIMEOUT: float = 1.0
 """The bound on that wait when the block is left by cancellation."""
 
 _READ_CHUNK: Final = 65536
+_STREAM_ENDED: Final = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError)
 _TRUTHY: Final = frozenset({"1", "yes", "true", "on", "y"})
 _BYPASS_MODES: Final = frozenset({"bypassPermissions"})
 
@@ -348,307 +366,7 @@ class ClaudeHook:
     timeout: float | None = None
 
 
-# ---------------------------------------------------------------- events
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class ClaudeSystemInit:
-    """``system/init``: sent at the start of every turn."""
-
-    session_id: str
-    model: str | None
-    cwd: str | None
-    tools: tuple[str, ...]
-    permission_mode: str | None
-    claude_code_version: str | None
-    raw: JsonObject
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class ClaudeToolUse:
-    """A ``tool_use`` block of an assistant message (delivered right after that message)."""
-
-    id: str
-    name: str
-    input: JsonObject
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class ClaudeAssistantMessage:
-    """An ``assistant`` line: one content block as it completes."""
-
-    content: tuple[JsonObject, ...]
-    aborted: bool
-    """Cut short by an interrupt."""
-    error: str | None
-    """Set on a synthetic API-error message (``is_api_error_message``)."""
-    parent_tool_use_id: str | None
-    raw: JsonObject
-
-    @property
-    def text(self) -> str:
-        return "".join(_text_blocks(self.content))
-
-    @property
-    def tool_uses(self) -> tuple[ClaudeToolUse, ...]:
-        return tuple(_tool_uses(self.content))
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class ClaudeUserMessage:
-    """A ``user`` line: echoed tool results, or the CLI's ``[Request interrupted ...]`` text."""
-
-    content: JsonValue
-    parent_tool_use_id: str | None
-    raw: JsonObject
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class ClaudeStreamEvent:
-    """A ``stream_event`` line (``--include-partial-messages``): a raw Messages API event."""
-
-    event: JsonObject
-    parent_tool_use_id: str | None
-    raw: JsonObject
-
-    @property
-    def text_delta(self) -> str | None:
-        """The text of a ``content_block_delta`` / ``text_delta``, else ``None``."""
-        if self.event.get("type") != "content_block_delta":
-            return None
-        delta = self.event.get("delta")
-        if isinstance(delta, dict) and delta.get("type") == "text_delta":
-            text = delta.get("text")
-            return text if isinstance(text, str) else None
-        return None
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class ClaudeResult:
-    """The ``result`` line that ends a turn. An API error ends as ``subtype="success"`` with
-    ``is_error=True``; an interrupt as ``error_during_execution``."""
-
-    subtype: str
-    is_error: bool
-    result: str | None
-    """The final text (``None`` after an interrupt)."""
-    session_id: str | None
-    usage: JsonObject
-    total_cost_usd: float | None
-    num_turns: int | None
-    duration_ms: int | None
-    errors: tuple[str, ...]
-    stop_reason: str | None
-    terminal_reason: str | None
-    raw: JsonObject
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class ClaudeRawEvent:
-    """Any other line (``system/status``, ``rate_limit_event``, unknown types), kept whole."""
-
-    type: str
-    subtype: str | None
-    raw: JsonObject
-
-
-ClaudeEvent: TypeAlias = (
-    ClaudeSystemInit
-    | ClaudeAssistantMessage
-    | ClaudeToolUse
-    | ClaudeUserMessage
-    | ClaudeStreamEvent
-    | ClaudeResult
-    | ClaudeRawEvent
-)
-
-
-def _text_blocks(content: Sequence[JsonObject]) -> list[str]:
-    out: list[str] = []
-    for block in content:
-        text = block.get("text")
-        if block.get("type") == "text" and isinstance(text, str):
-            out.append(text)
-    return out
-
-
-def _tool_uses(content: Sequence[JsonObject]) -> list[ClaudeToolUse]:
-    out: list[ClaudeToolUse] = []
-    for block in content:
-        if block.get("type") != "tool_use":
-            continue
-        tool_input = block.get("input")
-        out.append(
-            ClaudeToolUse(
-                id=_str(block.get("id")) or "",
-                name=_str(block.get("name")) or "",
-                input=tool_input if isinstance(tool_input, dict) else {},
-            )
-        )
-    return out
-
-
-def _str(value: JsonValue) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _int(value: JsonValue) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _obj(value: JsonValue) -> JsonObject:
-    return value if isinstance(value, dict) else {}
-
-
-def parse_event(message: JsonObject) -> list[ClaudeEvent]:
-    """The typed events of one stdout line (not a control message); never raises."""
-    kind = _str(message.get("type")) or ""
-    subtype = _str(message.get("subtype"))
-    parent = _str(message.get("parent_tool_use_id"))
-    if kind == "system" and subtype == "init":
-        tools = message.get("tools")
-        return [
-            ClaudeSystemInit(
-                session_id=_str(message.get("session_id")) or "",
-                model=_str(message.get("model")),
-                cwd=_str(message.get("cwd")),
-                tools=tuple(t for t in tools if isinstance(t, str))
-                if isinstance(tools, list)
-                else (),
-                permission_mode=_str(message.get("permissionMode")),
-                claude_code_version=_str(message.get("claude_code_version")),
-                raw=message,
-            )
-        ]
-    if kind == "assistant":
-        content = _obj(message.get("message")).get("content")
-        blocks = (
-            tuple(b for b in content if isinstance(b, dict)) if isinstance(content, list) else ()
-        )
-        assistant = ClaudeAssistantMessage(
-            content=blocks,
-            aborted=message.get("aborted") is True,
-            error=_str(message.get("error")),
-            parent_tool_use_id=parent,
-            raw=message,
-        )
-        return [assistant, *assistant.tool_uses]
-    if kind == "user":
-        return [
-            ClaudeUserMessage(
-                content=_obj(message.get("message")).get("content"),
-                parent_tool_use_id=parent,
-                raw=message,
-            )
-        ]
-    if kind == "stream_event":
-        return [ClaudeStreamEvent(_obj(message.get("event")), parent, message)]
-    if kind == "result":
-        cost = message.get("total_cost_usd")
-        errors = message.get("errors")
-        return [
-            ClaudeResult(
-                subtype=subtype or "",
-                is_error=message.get("is_error") is True,
-                result=_str(message.get("result")),
-                session_id=_str(message.get("session_id")),
-                usage=_obj(message.get("usage")),
-                total_cost_usd=float(cost)
-                if isinstance(cost, (int, float)) and not isinstance(cost, bool)
-                else None,
-                num_turns=_int(message.get("num_turns")),
-                duration_ms=_int(message.get("duration_ms")),
-                errors=tuple(str(e) for e in errors) if isinstance(errors, list) else (),
-                stop_reason=_str(message.get("stop_reason")),
-                terminal_reason=_str(message.get("terminal_reason")),
-                raw=message,
-            )
-        ]
-    return [ClaudeRawEvent(kind, subtype, message)]
-
-
-# ---------------------------------------------------------------- line reading
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class _Oversized:
-    size: int
-    head: bytes
-    """The line's first bytes (enough to see its ``type``)."""
-
-
-_HEAD_BYTES: Final = 256
-_RESULT_HEAD: Final = re.compile(rb'^\s*\{\s*"type"\s*:\s*"result"')
-
-
-@final
-class _LineReader:
-    """Splits a byte stream into lines; a line over ``limit`` is skipped while it streams
-    in (never held whole) and reported once, with its size and first bytes."""
-
-    def __init__(self, stream: anyio.abc.ByteReceiveStream, limit: int) -> None:
-        self._stream = stream
-        self._limit = limit
-        self._buf = bytearray()
-        self._skipping = 0  # bytes of an oversized line seen so far (0: not skipping)
-        self._head = b""
-        self._eof = False
-
-    def _oversized(self, extra: int) -> _Oversized:
-        found = _Oversized(self._skipping + extra, self._head)
-        self._skipping = 0
-        self._head = b""
-        return found
-
-    async def next_line(self) -> bytes | _Oversized | None:
-        """A line (without ``\\n``), an oversized line's report, or ``None`` at EOF."""
-        while True:
-            newline = self._buf.find(b"\n")
-            if self._skipping:
-                if newline < 0:
-                    self._skipping += len(self._buf)
-                    self._buf.clear()
-                else:
-                    del self._buf[: newline + 1]
-                    return self._oversized(newline)
-            elif newline >= 0:
-                if newline > self._limit:
-                    self._head = bytes(self._buf[:_HEAD_BYTES])
-                    del self._buf[: newline + 1]
-                    return self._oversized(newline)
-                line = bytes(self._buf[:newline])
-                del self._buf[: newline + 1]
-                return line
-            elif len(self._buf) > self._limit:
-                self._head = bytes(self._buf[:_HEAD_BYTES])
-                self._skipping = len(self._buf)
-                self._buf.clear()
-            if self._eof:
-                if self._skipping:
-                    return self._oversized(0)
-                if self._buf:
-                    line = bytes(self._buf)
-                    self._buf.clear()
-                    return line
-                return None
-            try:
-                self._buf += await self._stream.receive(_READ_CHUNK)
-            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                self._eof = True
-
-
 # ---------------------------------------------------------------- turns
-
-
-_END: Final = object()
 
 
 @final
@@ -875,42 +593,48 @@ class ClaudeConnection:
     # -- reading
 
     async def _read(self) -> None:
-        reader = _LineReader(self.process.stdout, self._max_line_bytes)
+        lines = LineSplitter(max_line_bytes=self._max_line_bytes)
+        stdout = self.process.stdout
         try:
             while True:
-                line = await reader.next_line()
-                if line is None:
+                line = lines.next_line()
+                if isinstance(line, bytearray):
+                    self._dispatch_line(line)
+                elif isinstance(line, OversizedLine):
+                    self._on_oversized(line)
+                elif line is NEED_DATA:
+                    try:
+                        lines.receive_data(await stdout.receive(_READ_CHUNK))
+                    except _STREAM_ENDED:
+                        lines.receive_eof()
+                else:  # END_OF_STREAM
                     return
-                if isinstance(line, _Oversized):
-                    error = ClaudeLineTooLongError(line.size, self._max_line_bytes)
-                    logger.warning("%s", error)
-                    if self._turn is not None and not self._turn.settled:
-                        # A lost result line still ends the turn (the CLI is idle then).
-                        settled = _RESULT_HEAD.match(line.head) is not None
-                        self._turn._fail(error, settled=settled)  # pyright: ignore[reportPrivateUsage]
-                    else:
-                        self.line_errors.append(error)
-                    continue
-                self._dispatch_line(line)
         finally:
             self._closed_event.set()
 
-    def _dispatch_line(self, line: bytes) -> None:
-        stripped = line.strip()
-        if not stripped.startswith(b"{"):
-            if stripped:
+    def _on_oversized(self, line: OversizedLine) -> None:
+        error = ClaudeLineTooLongError(line.size, self._max_line_bytes)
+        logger.warning("%s", error)
+        if self._turn is not None and not self._turn.settled:
+            # A lost result line still ends the turn (the CLI is idle then).
+            self._turn._fail(error, settled=is_result_head(line.head))  # pyright: ignore[reportPrivateUsage]
+        else:
+            self.line_errors.append(error)
+
+    def _dispatch_line(self, line: bytearray) -> None:
+        message = decode_line(line)
+        if message is None:
+            return
+        if isinstance(message, SkippedLine):
+            if message.kind == "not_json":
                 logger.debug(
-                    "claude %r: skipped a non-JSON stdout line: %r", self._label, stripped[:200]
+                    "claude %r: skipped a non-JSON stdout line: %r", self._label, message.start
+                )
+            else:
+                logger.warning(
+                    "claude %r: skipped an unreadable stdout line: %s", self._label, message.detail
                 )
             return
-        try:
-            decoded: JsonValue = json.loads(stripped)
-        except (ValueError, RecursionError) as exc:
-            logger.warning("claude %r: skipped an unreadable stdout line: %s", self._label, exc)
-            return
-        if not isinstance(decoded, dict):
-            return
-        message = decoded
         kind = message.get("type")
         if kind == "control_response":
             self._on_control_response(_obj(message.get("response")))

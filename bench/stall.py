@@ -44,9 +44,11 @@ BEFORE = (
     "(asyncio), **13.9 ms** (trio), idle 3.1 / 1.6 ms."
 )
 LEFT = (
-    "What was left on asyncio at commit `7a9df4b` (measured then) was mostly its subprocess "
-    "start on the loop's thread (`Popen` and the child watcher: a 4–5 ms gap with no ACP at "
-    "all, against ~3 ms on trio)."
+    "At commit `7a9df4b` what was left on asyncio was mostly its subprocess start on the loop's "
+    "thread (the child watcher's thread start: a 4–5 ms gap with no ACP at all); since "
+    "`6d857f0` agent processes are waited for through a pidfd (no thread), and what is left on "
+    "both backends is the model preparation in a worker thread sharing the GIL with the loop "
+    "while the agent process starts on the other core (see bench/notes.md)."
 )
 
 _DRIVER = r"""

@@ -31,14 +31,7 @@ from subagents.commands._model_api import (
 from subagents.config import AgentSpec
 from subagents.testing.fake_models._http import FakeServer, serve
 from subagents.testing.fake_models.openai_responses import ResponsesHandler
-
-
-def closed_port() -> int:
-    """A loopback port nobody listens on."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
+from tests._ports import closed_port
 
 
 @pytest.fixture

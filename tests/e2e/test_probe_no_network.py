@@ -12,7 +12,6 @@ agent keeps its state under ``tmp_path``.
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,17 +28,10 @@ from subagents.testing.fake_models.anthropic_messages import (
     claude_env,
 )
 from subagents.testing.fake_models.openai_responses import ResponsesHandler, codex_home
+from tests._ports import closed_port
 
 BOUND = 30.0
 """Each probe's bound (they take 0.3-2.5 s here: codex-acp is the slowest to stop)."""
-
-
-def closed_port() -> int:
-    """A loopback port nobody listens on."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ HTTP and SSE; every wait is bounded and a failure names its cause.
 
 from __future__ import annotations
 
-import socket
 import sys
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 from subagents.conformance.mcp_http import serve_mcp_http
 from subagents.protocol import acp
 from subagents.transports.mcp import McpError, open_mcp
+from tests._ports import closed_port
 
 pytestmark = pytest.mark.anyio
 
@@ -33,13 +33,6 @@ def probe(marker: Path, name: str = "probe") -> acp.McpServerStdio:
 
 def stdio(name: str, *args: str) -> acp.McpServerStdio:
     return acp.McpServerStdio(name=name, command=sys.executable, args=list(args), env=[])
-
-
-def unused_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
 
 
 async def test_a_stdio_server_is_listed_called_and_stopped(tmp_path: Path) -> None:
@@ -100,7 +93,7 @@ async def test_failures_name_their_cause(tmp_path: Path) -> None:
         ),
         (
             acp.HttpMcpServer(
-                name="nobody", url=f"http://127.0.0.1:{unused_port()}/mcp", headers=[]
+                name="nobody", url=f"http://127.0.0.1:{closed_port()}/mcp", headers=[]
             ),
             "ConnectError",
         ),

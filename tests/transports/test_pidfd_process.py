@@ -44,30 +44,32 @@ async def test_an_agent_started_on_asyncio_costs_no_watcher_thread() -> None:
     assert not _waitpid_threads()
 
 
+def _start(code: str) -> PidfdProcess:
+    """``python -c code`` as a pidfd process, its stdio on a pipe closed at once."""
+    read_fd, write_fd = os.pipe()
+    try:
+        process = open_pidfd_process(
+            [sys.executable, "-c", code],
+            stdin=read_fd,
+            stdout=write_fd,
+            stderr=write_fd,
+            cwd=None,
+            env={},
+            start_new_session=True,
+        )
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
+    assert process is not None
+    return process
+
+
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_a_pidfd_process_reports_exit_status_and_signals_and_reaps() -> None:
     """The exit status (a signal as its negative number) is what Popen reports, the child is
     reaped (no zombie, no ResourceWarning: the suite turns warnings into errors)."""
-    read_fd, write_fd = os.pipe()
-    try:
-        exits = [
-            open_pidfd_process(
-                [sys.executable, "-c", code],
-                stdin=read_fd,
-                stdout=write_fd,
-                stderr=write_fd,
-                cwd=None,
-                env={},
-                start_new_session=True,
-            )
-            for code in ("raise SystemExit(7)", "import time; time.sleep(60)")
-        ]
-    finally:
-        os.close(read_fd)
-        os.close(write_fd)
-    first, second = exits
-    assert first is not None
-    assert second is not None
+    first = _start("raise SystemExit(7)")
+    second = _start("import time; time.sleep(60)")
     with anyio.fail_after(10):
         assert await first.wait() == 7
         second.send_signal(signal.SIGTERM)
@@ -81,21 +83,7 @@ async def test_a_pidfd_process_reports_exit_status_and_signals_and_reaps() -> No
 async def test_a_cancelled_close_kills_the_child_and_still_reaps_it() -> None:
     """aclose() waits for the exit; cancelled while waiting, it kills the child and reaps it
     before the cancellation goes on (no child outlives its owner)."""
-    read_fd, write_fd = os.pipe()
-    try:
-        process = open_pidfd_process(
-            [sys.executable, "-c", "import time; time.sleep(60)"],
-            stdin=read_fd,
-            stdout=write_fd,
-            stderr=write_fd,
-            cwd=None,
-            env={},
-            start_new_session=True,
-        )
-    finally:
-        os.close(read_fd)
-        os.close(write_fd)
-    assert process is not None
+    process = _start("import time; time.sleep(60)")
     with anyio.move_on_after(0.2) as scope:
         await process.aclose()
     assert scope.cancelled_caught

@@ -19,7 +19,7 @@ import signal
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
-from typing import Final, Protocol, TypeVar, final
+from typing import Final, Protocol, TypedDict, TypeVar, final
 
 import anyio
 import anyio.abc
@@ -315,6 +315,14 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
+class _Spawn(TypedDict):
+    stdin: int
+    stdout: int
+    stderr: int
+    cwd: str | os.PathLike[str] | None
+    env: Mapping[str, str]
+
+
 @asynccontextmanager
 async def open_agent_process(
     command: Sequence[str],
@@ -351,29 +359,12 @@ async def open_agent_process(
         with anyio.fail_after(start_timeout):
             # On asyncio a pidfd-watched child, where the platform has pidfds: asyncio's own
             # child watcher (Python 3.11) blocks the loop while it starts a thread per child.
+            spawn = _Spawn(stdin=stdin_r, stdout=stdout_w, stderr=stderr_w, cwd=cwd, env=child_env)
             process: anyio.abc.Process | None = (
-                open_pidfd_process(
-                    argv,
-                    stdin=stdin_r,
-                    stdout=stdout_w,
-                    stderr=stderr_w,
-                    cwd=cwd,
-                    env=child_env,
-                    start_new_session=True,
-                )
-                if on_asyncio()
-                else None
+                open_pidfd_process(argv, start_new_session=True, **spawn) if on_asyncio() else None
             )
             if process is None:
-                process = await anyio.open_process(
-                    argv,
-                    stdin=stdin_r,
-                    stdout=stdout_w,
-                    stderr=stderr_w,
-                    cwd=cwd,
-                    env=child_env,
-                    start_new_session=True,
-                )
+                process = await anyio.open_process(argv, start_new_session=True, **spawn)
     except BaseException as exc:
         for fd in parent_ends + child_ends:
             os.close(fd)

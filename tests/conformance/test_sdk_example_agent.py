@@ -14,6 +14,7 @@ import pytest
 from .conftest import SDK_ECHO_AGENT, run_against_baseline
 
 
+@pytest.mark.long
 @pytest.mark.timeout(300)
 def test_sdk_echo_agent_fails_version_negotiation_and_says_why(tmp_path: Path) -> None:
     """Real agents (issue 5): ACP-INIT-003 fails on the SDK example, with the reason."""

@@ -15,6 +15,7 @@ import pytest
 from .conftest import run_against_baseline
 
 
+@pytest.mark.long
 @pytest.mark.timeout(300)
 def test_subagents_serve_passes_the_conformance_suite(tmp_path: Path) -> None:
     # Persisted sessions: load and resume are judged as clients use them, from a new process.

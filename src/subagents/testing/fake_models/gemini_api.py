@@ -34,6 +34,10 @@ update checks, and ``TMPDIR`` under it (the CLI writes error reports to the temp
 for automated use, as ``--skip-trust``): in an untrusted folder, which every fresh directory
 is, the CLI 0.61.0 silently ignores the MCP servers of ``session/new`` and refuses
 ``session/set_mode`` to its own ``autoEdit`` / ``yolo`` modes with ``-32603``.
+``GEMINI_CLI_NO_RELAUNCH=true``: the CLI runs in the process started, instead of loading its
+bundle, spawning a second ``node`` with a larger heap that loads the bundle again, and relaying
+its exit status (its documented switch); that halves each start's CPU time (about 2.0 ->
+1.2 s here), and the agent's ACP traffic is the same (the conformance baseline is unchanged).
 """
 
 from __future__ import annotations
@@ -224,6 +228,7 @@ def gemini_env(directory: Path, server: FakeServer) -> dict[str, str]:
         "GEMINI_API_KEY": API_KEY,
         "GEMINI_MODEL": MODEL,
         "GEMINI_CLI_TRUST_WORKSPACE": "true",
+        "GEMINI_CLI_NO_RELAUNCH": "true",
         "HOME": str(home),
         "TMPDIR": str(tmp),
         "PATH": path,

@@ -302,7 +302,11 @@ def qwen_env(directory: Path, server: FakeServer) -> dict[str, str]:
     ``OPENAI_MODEL`` (:data:`MODEL`); a private ``HOME`` under ``directory`` whose
     ``.qwen/settings.json`` turns off usage statistics, telemetry and update checks; ``TMPDIR``
     under it; ``PATH`` with ``node``. Nothing of the machine's own Qwen or OpenAI set-up leaks
-    in when given as the whole environment.
+    in when given as the whole environment. ``QWEN_CODE_NO_RELAUNCH=true``: the CLI runs in
+    the process started, instead of loading its bundle, spawning a second ``node`` (with a
+    larger heap) that loads it again, and relaying its exit status; that halves each start's
+    CPU time (about 2.0 -> 1.1 s here), and the agent's ACP traffic is the same (the
+    conformance baseline is unchanged).
     """
     home = directory.resolve() / "home"
     (home / ".qwen").mkdir(parents=True, exist_ok=True)
@@ -312,6 +316,7 @@ def qwen_env(directory: Path, server: FakeServer) -> dict[str, str]:
         "OPENAI_BASE_URL": server.base_url + "/v1",
         "OPENAI_API_KEY": API_KEY,
         "OPENAI_MODEL": MODEL,
+        "QWEN_CODE_NO_RELAUNCH": "true",
         "HOME": str(home),
         "TMPDIR": str(home / "tmp"),
         "PATH": _node_path(),

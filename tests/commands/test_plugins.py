@@ -46,6 +46,9 @@ factory = PluginFactory(greeting="injected-dependency")
 DIST = "subagents_demo_plugin-0.1.0"
 GROUP_NAME = "echo-plugin"
 
+# The first test also pays for the module fixture (a pip install, slow on a loaded machine).
+pytestmark = pytest.mark.timeout(180)
+
 
 def _record_line(name: str, data: bytes) -> str:
     digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()

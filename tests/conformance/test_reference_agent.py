@@ -16,6 +16,10 @@ from subagents.conformance.requirements import REQUIREMENTS, Tier
 
 from .conftest import REFERENCE, Run, run_conformance
 
+# The module's first test also pays for its module fixture (a whole conformance run, which
+# takes minutes on a loaded machine): the default 60 s bound would cut it.
+pytestmark = pytest.mark.timeout(300)
+
 MUTANT_AGENT = Path(__file__).with_name("mutant_agent.py")
 
 REPORT_SCHEMA = json.loads(

@@ -17,6 +17,10 @@ from subagents.conformance.checks.turns import (
 
 from .conftest import Run, run_conformance
 
+# The module's first test also pays for its module fixture (a whole conformance run, which
+# takes minutes on a loaded machine): the default 60 s bound would cut it.
+pytestmark = pytest.mark.timeout(300)
+
 PLAIN_AGENT = [sys.executable, str(Path(__file__).with_name("plain_agent.py"))]
 
 FLOWS = {

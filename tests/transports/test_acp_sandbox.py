@@ -21,7 +21,8 @@ from subagents.protocol import JsonValue
 from subagents.protocol.acp import to_wire
 from subagents.rpc import Peer, Router, RPCError, open_peer
 from subagents.transports import FdReceiveStream, open_pipe_pair
-from subagents.transports.acp_sandbox import ClientSandbox, _Output
+from subagents.transports._sandbox_terminals import _Output
+from subagents.transports.acp_sandbox import ClientSandbox
 
 pytestmark = pytest.mark.anyio
 

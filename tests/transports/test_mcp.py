@@ -8,6 +8,7 @@ HTTP and SSE; every wait is bounded and a failure names its cause.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import pytest
 
 from subagents.conformance.mcp_http import serve_mcp_http
 from subagents.protocol import acp
-from subagents.transports.mcp import McpError, open_mcp
+from subagents.transports.mcp import MAX_LINE, McpError, open_mcp
 from tests._ports import closed_port
 
 pytestmark = pytest.mark.anyio
@@ -78,8 +79,8 @@ async def test_http_and_sse_servers_are_listed_and_called() -> None:
 
 async def test_failures_name_their_cause(tmp_path: Path) -> None:
     """Bad input gets a clear error: a missing command, a server that exits at once (with
-    its exit status), one that never answers (bounded), one that writes garbage, an HTTP URL
-    nobody serves."""
+    its exit status), one that never answers (bounded), one that writes garbage (named), an
+    HTTP URL nobody serves."""
     cases: list[tuple[acp.McpServer, str]] = [
         (
             acp.McpServerStdio(name="missing", command=str(tmp_path / "nope"), args=[], env=[]),
@@ -89,7 +90,7 @@ async def test_failures_name_their_cause(tmp_path: Path) -> None:
         (stdio("silent", "-c", "import sys; sys.stdin.read()"), "no answer to initialize"),
         (
             stdio("garbage", "-c", "print('hello', flush=True); import sys; sys.stdin.read()"),
-            "not JSON",
+            "not JSON on stdout: 'hello'",
         ),
         (
             acp.HttpMcpServer(
@@ -105,18 +106,37 @@ async def test_failures_name_their_cause(tmp_path: Path) -> None:
         assert cause in str(failed.value), (server.name, str(failed.value))
 
 
+async def test_a_line_over_the_limit_fails_the_request_naming_the_limit() -> None:
+    """stdio lines are bounded (MAX_LINE): a longer one fails the request waiting with an
+    McpError naming the limit (the line is skipped, never held whole)."""
+    huge = stdio(
+        "huge", "-c", "import sys; print('{' + 'x' * 4_200_000 + '}', flush=True); sys.stdin.read()"
+    )
+    with anyio.fail_after(20), pytest.raises(McpError) as failed:
+        async with open_mcp(huge, timeout=10.0):
+            pytest.fail("huge connected")
+    assert f"a line longer than {MAX_LINE} bytes on stdout" in str(failed.value)
+
+
 async def test_a_call_slower_than_its_bound_fails_and_the_connection_stays_usable(
     tmp_path: Path,
 ) -> None:
     """Every wait is bounded: a tools/call with no answer within its timeout is an McpError
-    naming the bound (the server is told with notifications/cancelled); later calls work."""
+    naming the bound, and the server is told with notifications/cancelled naming the
+    request; later calls work. A request from the server is answered -32601 (this client
+    offers nothing) and does not disturb the handshake."""
     slow = tmp_path / "slow_server.py"
+    seen = tmp_path / "seen.jsonl"
     slow.write_text(
         "import json, sys\n"
+        f"seen = open({str(seen)!r}, 'a')\n"
         "for line in sys.stdin:\n"
         "    m = json.loads(line)\n"
-        "    if 'id' not in m: continue\n"
+        "    seen.write(line); seen.flush()\n"
+        "    if 'id' not in m or 'method' not in m: continue\n"
         "    if m['method'] == 'initialize':\n"
+        "        ask = {'jsonrpc': '2.0', 'id': 'srv-1', 'method': 'roots/list'}\n"
+        "        print(json.dumps(ask), flush=True)\n"
         "        r = {'protocolVersion': '2025-06-18', 'capabilities': {}, 'serverInfo': {}}\n"
         "    elif m['method'] == 'tools/list':\n"
         "        r = {'tools': [{'name': 'wait', 'inputSchema': {'type': 'object'}}]}\n"
@@ -131,6 +151,12 @@ async def test_a_call_slower_than_its_bound_fails_and_the_connection_stays_usabl
             with pytest.raises(McpError, match=r"no answer to tools/call within 0\.3 s"):
                 await connection.call_tool("wait", {"hang": True}, timeout=0.3)
             assert (await connection.call_tool("wait", {})).text == "done"
+    messages = [json.loads(line) for line in seen.read_text().splitlines()]
+    hung = next(m for m in messages if m.get("params", {}).get("arguments") == {"hang": True})
+    cancelled = [m for m in messages if m.get("method") == "notifications/cancelled"]
+    assert [m["params"]["requestId"] for m in cancelled] == [hung["id"]]
+    (refused,) = [m for m in messages if m.get("id") == "srv-1"]
+    assert refused["error"]["code"] == -32601
 
 
 async def test_an_error_answer_is_an_error_and_not_announced_as_cancelled() -> None:

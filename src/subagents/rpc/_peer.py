@@ -125,6 +125,7 @@ class Peer:
         eof_reason: Callable[[], Awaitable[str]] | None = None,
         name: str = "peer",
         json_loads: Callable[[bytearray], JsonValue] | None = None,
+        cancel_method: str = CANCEL_REQUEST_METHOD,
     ) -> None:
         self._receive = receive_stream
         self._eof_reason = eof_reason
@@ -138,6 +139,7 @@ class Peer:
         self._include_version = include_version
         self._on_protocol_error = on_protocol_error
         self._cancel_grace = cancel_grace
+        self._cancel_method = cancel_method
         self.name = name
 
         self._next_id = 0
@@ -302,7 +304,7 @@ class Peer:
     async def _send_courtesy_cancel(self, request_id: RequestId) -> None:
         with anyio.move_on_after(self._cancel_grace, shield=True):
             with suppress(ConnectionClosedError, LocalProtocolError):
-                await self._write(Notification(CANCEL_REQUEST_METHOD, {"requestId": request_id}))
+                await self._write(Notification(self._cancel_method, {"requestId": request_id}))
 
     async def _write(self, message: Message) -> None:
         data = encode_message(message, include_version=self._include_version)
@@ -341,6 +343,7 @@ class Peer:
         self, tg: anyio.abc.TaskGroup, notify: NotificationQueue[Notification]
     ) -> None:
         framer = self._framer
+        cancel_method = self._cancel_method
         reason = f"{self.name}: the peer closed the connection (end of stream)"
         try:
             while True:
@@ -362,7 +365,7 @@ class Peer:
                             with anyio.move_on_after(self._cancel_grace):
                                 reason = await self._eof_reason()
                         return
-                    if type(event) is Notification and event.method != CANCEL_REQUEST_METHOD:
+                    if type(event) is Notification and event.method != cancel_method:
                         # The common case inline (a stream of session/update): no coroutine.
                         self._received += 1
                         self._notes_received += 1
@@ -384,7 +387,7 @@ class Peer:
         notify: NotificationQueue[Notification],
     ) -> None:
         if isinstance(message, Notification):
-            if message.method == CANCEL_REQUEST_METHOD:
+            if message.method == self._cancel_method:
                 self._on_cancel_request(message.params)
                 return
             self._notes_received += 1
@@ -428,7 +431,7 @@ class Peer:
             self._report(
                 RemoteProtocolError(
                     ErrorCode.INVALID_PARAMS,
-                    f"{CANCEL_REQUEST_METHOD} without a valid requestId ignored",
+                    f"{self._cancel_method} without a valid requestId ignored",
                     kind="invalid_envelope",
                     answerable=False,
                 )
@@ -621,6 +624,7 @@ async def open_peer(
     eof_reason: Callable[[], Awaitable[str]] | None = None,
     name: str = "peer",
     json_loads: Callable[[bytearray], JsonValue] | None = None,
+    cancel_method: str = CANCEL_REQUEST_METHOD,
 ) -> AsyncGenerator[Peer, None]:
     """Run a :class:`Peer` over a byte-stream pair for the duration of the block.
 
@@ -637,6 +641,9 @@ async def open_peer(
     ``json_loads``, when given, parses the lines it accepts (see
     :class:`~subagents.protocol.framing.NdjsonFramer`): a typed endpoint, which imports
     ``pydantic_core`` anyway, passes its ``from_json``.
+
+    ``cancel_method`` is the notification that takes a request back, both ways, with params
+    ``{"requestId": id}``: ``$/cancel_request`` (ACP), ``notifications/cancelled`` (MCP).
     """
     peer = Peer(
         receive_stream,
@@ -652,6 +659,7 @@ async def open_peer(
         eof_reason=eof_reason,
         name=name,
         json_loads=json_loads,
+        cancel_method=cancel_method,
     )
     # An exception from the caller's block is re-raised as itself once the task group has
     # closed, not wrapped in an ExceptionGroup.

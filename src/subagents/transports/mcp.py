@@ -9,29 +9,33 @@ HTTP) or an ``sse`` entry (the older HTTP + server-sent-events transport).
 stdin is closed and its process reaped through the shared child-process layer's bounded
 ladder).
 
-- stdio: one JSON-RPC message per line on the child's stdin and stdout; a line is bounded
+The JSON-RPC is the project's peer (:func:`~subagents.rpc.open_peer`: correlation, the
+answer to requests the server sends, cancellation), the messages' content is sans-IO
+(:mod:`subagents.protocol.mcp`); the peer runs over a byte-stream pair:
+
+- stdio: the child's stdout and stdin, one message per line; a line is bounded
   (:data:`MAX_LINE`); the child's environment is the documented base plus the entry's
   ``env``;
-- http: each message is POSTed to the entry's ``url`` with its ``headers``; the answer is the
-  response's JSON body, or the messages of its event-stream body; an ``Mcp-Session-Id`` the
-  server returns is sent back;
+- http: a link that POSTs each message to the entry's ``url`` with its ``headers`` and reads
+  back the response's JSON body, or the messages of its event-stream body; an
+  ``Mcp-Session-Id`` the server returns is sent back;
 - sse: a GET of ``url`` opens an event stream whose ``endpoint`` event names where to POST;
   answers arrive as ``message`` events.
 
-Every wait is bounded (``timeout`` per answer and for the start). One request runs at a time
-per connection (requests are serialized); requests the server sends are answered
-``-32601`` (this client offers no sampling, roots or elicitation). Failures are
-:class:`McpError` with a message that names the cause (``no answer to initialize within
-5 s``, ``HTTP 404 from URL``, the exit status of a server that went away, ...).
+Every wait is bounded (``timeout`` per answer and for the start); a request given up on is
+announced with ``notifications/cancelled``. One request runs at a time per connection
+(requests are serialized); requests the server sends are answered ``-32601`` (this client
+offers no sampling, roots or elicitation). Failures are :class:`McpError` with a message that
+names the cause (``no answer to initialize within 5 s``, ``HTTP 404 from URL``, ``not JSON on
+stdout: ...``, the exit status of a server that went away, ...).
 """
 
 from __future__ import annotations
 
-import itertools
 import json
-from collections.abc import AsyncGenerator, Mapping
-from contextlib import asynccontextmanager, suppress
-from dataclasses import dataclass
+import logging
+from collections.abc import AsyncGenerator, Generator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any, Final, cast, final
 
 import anyio
@@ -40,11 +44,22 @@ import anyio.abc
 from .. import __version__
 from .._exception_groups import leaf_exceptions
 from ..protocol import JsonValue, acp
+from ..protocol.errors import MessageTooLargeError, RemoteProtocolError
+from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
+from ..protocol.mcp import (
+    CANCELLED_METHOD,
+    PROTOCOL_VERSION,
+    McpTool,
+    McpToolResult,
+    initialize_params,
+    parse_tools,
+    sse_events,
+    tool_result,
+)
+from ..rpc import ConnectionClosedError, Peer, RPCError, open_peer
 
 if TYPE_CHECKING:
     import httpx
-
-    from .process import AgentProcess
 
 __all__ = (
     "MAX_LINE",
@@ -56,199 +71,129 @@ __all__ = (
     "open_mcp",
 )
 
-PROTOCOL_VERSION: Final = "2025-06-18"
-"""The MCP protocol version this client asks for."""
+logger = logging.getLogger("subagents.mcp")
+
 MAX_LINE: Final = 4 * 1024 * 1024
 """Longest line (bytes) accepted from a stdio server."""
 _EVENTS_BUFFER: Final = 64
+_SHOWN: Final = 200
 
 
 class McpError(Exception):
     """Connecting to an MCP server, or a request to it, failed; the message says why."""
 
 
-@final
-@dataclass(frozen=True, slots=True)
-class McpTool:
-    """A tool an MCP server offers."""
-
-    name: str
-    description: str
-    input_schema: Mapping[str, JsonValue]
+# ------------------------------------------------------------------------------ requests
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class McpToolResult:
-    """What a ``tools/call`` gave: its text content joined (other content described), and
-    whether the server reports it as an error."""
+class _BadLines:
+    """Lines from the server the peer cannot read: each fails the request waiting (as a
+    garbled answer would) with an error naming the line."""
 
-    text: str
-    is_error: bool = False
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self._refused = b""
+        self._waiting: tuple[anyio.CancelScope, list[McpError]] | None = None
 
+    def loads(self, line: bytearray) -> JsonValue:
+        """The peer's JSON parser: keeps the start of a line it refuses, for the error."""
+        try:
+            parsed: JsonValue = json.loads(line)
+        except ValueError:
+            self._refused = bytes(line[:_SHOWN])
+            raise
+        return parsed
 
-# ------------------------------------------------------------------------------ channels
+    def on_protocol_error(self, error: RemoteProtocolError) -> None:
+        if isinstance(error, MessageTooLargeError):
+            self._fail(McpError(f"a line longer than {error.limit} bytes on {self.where}"))
+        elif error.kind in ("invalid_json", "invalid_utf8"):
+            text = self._refused.decode("utf-8", "replace")
+            self._fail(McpError(f"not JSON on {self.where}: {text!r}"))
+        # else (not an object, an unknown id): skipped, as a server's stray output
 
+    def _fail(self, error: McpError) -> None:
+        if self._waiting is not None:
+            scope, errors = self._waiting
+            errors.append(error)
+            scope.cancel()
 
-class _Channel:
-    """How JSON-RPC messages reach one server and come back (one class per transport)."""
-
-    async def send(self, message: dict[str, Any]) -> None:
-        raise NotImplementedError
-
-    async def receive(self) -> dict[str, Any]:
-        """The next message from the server (objects only; anything else is skipped)."""
-        raise NotImplementedError
-
-
-@final
-class _StdioChannel(_Channel):
-    def __init__(self, child: AgentProcess) -> None:
-        self.child = child
-        self._buffer = bytearray()
-
-    async def send(self, message: dict[str, Any]) -> None:
-        await self.child.stdin.send(json.dumps(message, separators=(",", ":")).encode() + b"\n")
-
-    async def receive(self) -> dict[str, Any]:
-        while True:
-            line = await self._read_line()
-            if not line.strip():
-                continue
-            parsed = _json(line.decode("utf-8", "replace"), "stdout")
-            if parsed is not None:
-                return parsed
-
-    async def _read_line(self) -> bytes:
-        while True:
-            end = self._buffer.find(b"\n")
-            if end >= 0:
-                line = bytes(self._buffer[:end])
-                del self._buffer[: end + 1]
-                return line
-            if len(self._buffer) > MAX_LINE:
-                raise McpError(f"a line longer than {MAX_LINE} bytes on stdout")
+    @contextmanager
+    def failing(self) -> Generator[None]:
+        """Within the block, a bad line ends it with the error naming that line."""
+        errors: list[McpError] = []
+        with anyio.CancelScope() as scope:
+            self._waiting = (scope, errors)
             try:
-                self._buffer += await self.child.stdout.receive()
-            except anyio.EndOfStream:
-                raise McpError("the server closed its stdout") from None
-
-
-def _json(text: str, where: str) -> dict[str, Any] | None:
-    try:
-        parsed: object = json.loads(text)
-    except ValueError:
-        raise McpError(f"not JSON on {where}: {text[:200]!r}") from None
-    return cast(dict[str, Any], parsed) if isinstance(parsed, dict) else None
-
-
-def _sse_events(text: str) -> list[tuple[str, str]]:
-    """``(event, data)`` of each complete server-sent event in ``text``."""
-    events: list[tuple[str, str]] = []
-    for block in text.replace("\r\n", "\n").split("\n\n"):
-        name, data = "message", list[str]()
-        for line in block.split("\n"):
-            field, _, value = line.partition(":")
-            value = value.removeprefix(" ")
-            if field == "event":
-                name = value
-            elif field == "data":
-                data.append(value)
-        if data:
-            events.append((name, "\n".join(data)))
-    return events
-
-
-class _HttpChannel(_Channel):
-    """Streamable HTTP: answers come back as response bodies, kept until received."""
-
-    def __init__(self, client: httpx.AsyncClient, url: str, headers: dict[str, str]) -> None:
-        self.client = client
-        self.url = url
-        self.headers = headers
-        self.session_header: str | None = None
-        self.answers_in, self.answers = anyio.create_memory_object_stream[dict[str, Any]](
-            _EVENTS_BUFFER
-        )
-
-    async def _post(self, message: dict[str, Any]) -> httpx.Response:
-        import httpx
-
-        try:
-            response = await self.client.post(self.url, json=message, headers=self._headers())
-        except httpx.HTTPError as exc:
-            raise McpError(f"{type(exc).__name__} from {self.url}: {exc}") from exc
-        if response.status_code >= 400:
-            raise McpError(f"HTTP {response.status_code} from {self.url}")
-        return response
-
-    def _headers(self) -> dict[str, str]:
-        headers = {
-            **self.headers,
-            "Accept": "application/json, text/event-stream",
-            "Content-Type": "application/json",
-        }
-        if self.session_header is not None:
-            headers["Mcp-Session-Id"] = self.session_header
-        return headers
-
-    async def send(self, message: dict[str, Any]) -> None:
-        response = await self._post(message)
-        self.session_header = response.headers.get("mcp-session-id", self.session_header)
-        if response.status_code == 202 or not response.content:
-            return
-        bodies = (
-            [data for _, data in _sse_events(response.text)]
-            if response.headers.get("content-type", "").startswith("text/event-stream")
-            else [response.text]
-        )
-        for body in bodies:
-            answer = _json(body, self.url)
-            if answer is not None:
-                await self.answers_in.send(answer)
-
-    async def receive(self) -> dict[str, Any]:
-        return await self.answers.receive()
+                yield
+            finally:
+                self._waiting = None
+        if errors:
+            raise errors[0]
 
 
 @final
-class _SseChannel(_HttpChannel):
-    """The SSE transport: a GET event stream carries the answers; messages are POSTed to the
-    URL its ``endpoint`` event names."""
+class _Requests:
+    """Requests over the peer: one at a time, each bounded, failures as :class:`McpError`."""
 
-    async def listen(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
-        """Read the event stream: the endpoint first (then started), then the answers."""
-        from urllib.parse import urljoin
+    def __init__(self, peer: Peer, bad_lines: _BadLines, closed: str) -> None:
+        self.peer = peer
+        self._bad_lines = bad_lines
+        self._closed = closed
+        self._lock = anyio.Lock()
 
-        import httpx
+    async def request(self, method: str, params: dict[str, Any], limit: float) -> dict[str, Any]:
+        result: JsonValue = None
+        answered = False
+        async with self._lock:
+            with anyio.move_on_after(limit), self._bad_lines.failing():
+                try:
+                    result = await self.peer.request(method, params)
+                except RPCError as exc:
+                    raise McpError(
+                        f"{method} was answered with an error: {_error_object(exc)}"
+                    ) from None
+                except MessageTooLargeError as exc:
+                    raise McpError(
+                        f"a line longer than {exc.limit} bytes on {self._bad_lines.where}"
+                    ) from None
+                except ConnectionClosedError as exc:
+                    cause = exc.__cause__
+                    if cause is None:
+                        raise McpError(self._closed) from None
+                    raise McpError(
+                        f"the connection broke ({type(cause).__name__}: {cause})"
+                    ) from None
+                answered = True
+        if not answered:  # the peer announced the cancel (notifications/cancelled)
+            raise McpError(f"no answer to {method} within {limit:g} s")
+        if not isinstance(result, dict):
+            raise McpError(f"{method} was answered without a result object")
+        return cast(dict[str, Any], result)
 
-        try:
-            async with self.client.stream("GET", self.url, headers=self.headers) as response:
-                if response.status_code >= 400:
-                    raise McpError(f"HTTP {response.status_code} from {self.url}")
-                buffer = ""
-                started = False
-                async for chunk in response.aiter_text():
-                    buffer += chunk.replace("\r\n", "\n")
-                    complete, _, buffer = buffer.rpartition("\n\n")
-                    for name, data in _sse_events(complete):
-                        if name == "endpoint" and not started:
-                            self.url = urljoin(self.url, data)
-                            started = True
-                            task_status.started()
-                        elif name == "message" and started:
-                            answer = _json(data, "the event stream")
-                            if answer is not None:
-                                await self.answers_in.send(answer)
-        except httpx.HTTPError as exc:
-            raise McpError(f"{type(exc).__name__} from {self.url}: {exc}") from exc
-        raise McpError("the event stream ended")
 
-    async def send(self, message: dict[str, Any]) -> None:
-        await self._post(message)
+def _error_object(exc: RPCError) -> dict[str, JsonValue]:
+    error: dict[str, JsonValue] = {"code": exc.code, "message": exc.message}
+    if exc.data is not None:
+        error["data"] = exc.data
+    return error
 
-    def _headers(self) -> dict[str, str]:
-        return {**self.headers, "Content-Type": "application/json"}
+
+async def _handshake(
+    requests: _Requests, timeout: float
+) -> tuple[dict[str, Any], tuple[McpTool, ...]]:
+    """``initialize``, ``notifications/initialized``, ``tools/list``: the server's info and
+    its tools (first page)."""
+    answer = await requests.request(
+        "initialize", initialize_params("subagents", __version__), timeout
+    )
+    info = answer.get("serverInfo")
+    await requests.peer.notify("notifications/initialized")
+    tools = parse_tools(await requests.request("tools/list", {}, timeout))
+    if tools is None:
+        raise McpError("tools/list was answered without a tools list")
+    return (cast(dict[str, Any], info) if isinstance(info, dict) else {}), tools
 
 
 # ---------------------------------------------------------------------------- connection
@@ -256,24 +201,24 @@ class _SseChannel(_HttpChannel):
 
 @final
 class McpConnection:
-    """A connected MCP server (see the module docstring)."""
+    """A connected MCP server (see the module docstring). Made by :func:`open_mcp`."""
 
-    def __init__(self, name: str, channel: _Channel, timeout: float) -> None:
+    def __init__(
+        self,
+        name: str,
+        requests: _Requests,
+        timeout: float,
+        server_info: dict[str, Any],
+        tools: tuple[McpTool, ...],
+    ) -> None:
         self.name = name
         """The server's name in the ACP entry."""
         self.timeout = timeout
-        self.tools: tuple[McpTool, ...] = ()
+        self.server_info = server_info
+        """The ``serverInfo`` of the ``initialize`` answer."""
+        self.tools = tools
         """What ``tools/list`` gave (first page)."""
-        self.server_info: dict[str, Any] = {}
-        self._channel = channel
-        self._ids = itertools.count(1)
-        self._lock = anyio.Lock()
-
-    async def _notify(self, method: str, params: dict[str, Any] | None = None) -> None:
-        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            message["params"] = params
-        await self._channel.send(message)
+        self._requests = requests
 
     async def request(
         self, method: str, params: dict[str, Any], *, timeout: float | None = None
@@ -282,83 +227,7 @@ class McpConnection:
         seconds. A cancelled or timed-out request is announced with
         ``notifications/cancelled`` (its late answer is dropped)."""
         limit = self.timeout if timeout is None else timeout
-        async with self._lock:
-            request_id = next(self._ids)
-            answer: dict[str, Any] | None = None
-            try:
-                with anyio.move_on_after(limit):
-                    await self._channel.send(
-                        {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
-                    )
-                    answer = await self._answer(request_id)
-            finally:
-                if answer is None:  # timed out, cancelled or failed: the server may stop
-                    with anyio.move_on_after(1, shield=True):
-                        await self._announce_cancel(request_id)
-        if answer is None:
-            raise McpError(f"no answer to {method} within {limit:g} s")
-        if "error" in answer:
-            raise McpError(f"{method} was answered with an error: {answer['error']}")
-        result = answer.get("result")
-        if not isinstance(result, dict):
-            raise McpError(f"{method} was answered without a result object")
-        return cast(dict[str, Any], result)
-
-    async def _announce_cancel(self, request_id: int) -> None:
-        with suppress(McpError, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-            await self._notify("notifications/cancelled", {"requestId": request_id})
-
-    async def _answer(self, request_id: int) -> dict[str, Any]:
-        """The server's response to ``request_id`` (answering its requests meanwhile)."""
-        while True:
-            message = await self._channel.receive()
-            if "method" in message:
-                if "id" in message:  # a request from the server: this client offers nothing
-                    error = {"code": -32601, "message": "Method not found"}
-                    await self._channel.send(
-                        {"jsonrpc": "2.0", "id": message["id"], "error": error}
-                    )
-                continue
-            if message.get("id") == request_id:
-                return message
-            # else: a late answer to an abandoned request
-
-    async def _handshake(self) -> None:
-        answer = await self.request(
-            "initialize",
-            {
-                "protocolVersion": PROTOCOL_VERSION,
-                "capabilities": {},
-                "clientInfo": {"name": "subagents", "version": __version__},
-            },
-        )
-        info = answer.get("serverInfo")
-        self.server_info = cast(dict[str, Any], info) if isinstance(info, dict) else {}
-        await self._notify("notifications/initialized")
-        listed = await self.request("tools/list", {})
-        tools = listed.get("tools")
-        if not isinstance(tools, list):
-            raise McpError("tools/list was answered without a tools list")
-        found: list[McpTool] = []
-        for entry in cast(list[object], tools):
-            if not isinstance(entry, dict):
-                continue
-            tool = cast(dict[str, Any], entry)
-            name = tool.get("name")
-            if not isinstance(name, str) or not name:
-                continue
-            schema = tool.get("inputSchema")
-            description = tool.get("description")
-            found.append(
-                McpTool(
-                    name,
-                    description if isinstance(description, str) else "",
-                    cast(dict[str, JsonValue], schema)
-                    if isinstance(schema, dict)
-                    else {"type": "object"},
-                )
-            )
-        self.tools = tuple(found)
+        return await self._requests.request(method, params, limit)
 
     async def call_tool(
         self, name: str, arguments: Mapping[str, JsonValue], *, timeout: float | None = None
@@ -368,24 +237,37 @@ class McpConnection:
         result = await self.request(
             "tools/call", {"name": name, "arguments": dict(arguments)}, timeout=timeout
         )
-        parts: list[str] = []
-        content = result.get("content")
-        for block in cast(list[object], content) if isinstance(content, list) else []:
-            if not isinstance(block, dict):
-                continue
-            item = cast(dict[str, Any], block)
-            kind = item.get("type")
-            if kind == "text" and isinstance(item.get("text"), str):
-                parts.append(cast(str, item["text"]))
-            elif kind == "resource" and isinstance(item.get("resource"), dict):
-                resource = cast(dict[str, Any], item["resource"])
-                text = resource.get("text")
-                parts.append(text if isinstance(text, str) else f"[resource {resource.get('uri')}]")
-            else:
-                parts.append(f"[{kind} {item.get('mimeType', '')}]".replace(" ]", "]"))
-        if not parts and "structuredContent" in result:
-            parts.append(json.dumps(result["structuredContent"], ensure_ascii=False))
-        return McpToolResult("\n".join(parts), result.get("isError") is True)
+        return tool_result(result)
+
+
+@asynccontextmanager
+async def _connected(
+    name: str,
+    receive_stream: anyio.abc.ByteReceiveStream,
+    send_stream: anyio.abc.ByteSendStream,
+    *,
+    timeout: float,
+    where: str,
+    closed: str,
+    max_line: int,
+    label: str,
+) -> AsyncGenerator[McpConnection]:
+    """The peer over the pair, the handshake, the connection."""
+    bad_lines = _BadLines(where)
+    async with open_peer(
+        receive_stream,
+        send_stream,
+        max_message_bytes=max_line,
+        require_version=False,
+        on_protocol_error=bad_lines.on_protocol_error,
+        cancel_grace=1.0,
+        cancel_method=CANCELLED_METHOD,
+        name=label,
+        json_loads=bad_lines.loads,
+    ) as peer:
+        requests = _Requests(peer, bad_lines, closed)
+        server_info, tools = await _handshake(requests, timeout)
+        yield McpConnection(name, requests, timeout, server_info, tools)
 
 
 @asynccontextmanager
@@ -408,6 +290,7 @@ async def _open_stdio(server: acp.McpServerStdio, timeout: float) -> AsyncGenera
     from .process import ProcessStartError, open_agent_process
 
     env = {variable.name: variable.value for variable in server.env}
+    label = f"mcp-{server.name}"
     started = False
     error: McpError | None = None
     try:
@@ -418,19 +301,28 @@ async def _open_stdio(server: acp.McpServerStdio, timeout: float) -> AsyncGenera
             close_timeout=1.0,
             term_timeout=1.0,
             kill_timeout=1.0,
-            name=f"mcp-{server.name}",
+            name=label,
         ) as child:
             started = True
-            connection = McpConnection(server.name, _StdioChannel(child), timeout)
+            yielded = False
             try:
-                await connection._handshake()  # pyright: ignore[reportPrivateUsage]
-            except McpError as exc:
-                error = exc
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-                error = McpError(f"the connection broke ({type(exc).__name__}: {exc})")
-            else:
-                yield connection
+                async with _connected(
+                    server.name,
+                    child.stdout,
+                    child.stdin,
+                    timeout=timeout,
+                    where="stdout",
+                    closed="the server closed its stdout",
+                    max_line=MAX_LINE,
+                    label=label,
+                ) as connection:
+                    yielded = True
+                    yield connection
                 return
+            except McpError as exc:
+                if yielded:
+                    raise
+                error = exc
     except (ProcessStartError, ValueError, OSError) as exc:
         if started:
             raise
@@ -444,6 +336,149 @@ async def _open_stdio(server: acp.McpServerStdio, timeout: float) -> AsyncGenera
     raise error
 
 
+# ------------------------------------------------------------------------- HTTP and SSE
+
+
+def _json(text: str, where: str) -> dict[str, Any] | None:
+    try:
+        parsed: object = json.loads(text)
+    except ValueError:
+        raise McpError(f"not JSON on {where}: {text[:_SHOWN]!r}") from None
+    return cast(dict[str, Any], parsed) if isinstance(parsed, dict) else None
+
+
+class _HttpLink(anyio.abc.ByteStream):
+    """Streamable HTTP as the peer's byte-stream pair: each message the peer writes is
+    POSTed; the answers in the response bodies become the lines it reads.
+
+    A request that cannot be POSTed raises :class:`McpError` (``HTTP 404 from URL``) in the
+    task that sent it; a notification or answer that cannot is dropped (logged): nothing
+    waits for it, and the connection goes on.
+    """
+
+    def __init__(self, client: httpx.AsyncClient, url: str, headers: dict[str, str]) -> None:
+        self.client = client
+        self.url = url
+        self.headers = headers
+        self.session_header: str | None = None
+        self._inbound_in, self._inbound = anyio.create_memory_object_stream[bytes](_EVENTS_BUFFER)
+        self._rest = b""
+
+    # -- what the peer writes
+
+    async def send(self, item: bytes) -> None:
+        for line in item.splitlines():
+            if not line.strip():
+                continue
+            message = cast(dict[str, Any], json.loads(line))
+            try:
+                await self.deliver(message)
+            except McpError as exc:
+                if "method" in message and "id" in message:
+                    raise
+                logger.debug("%s: %s dropped: %s", self.url, message.get("method", "answer"), exc)
+
+    async def deliver(self, message: dict[str, Any]) -> None:
+        """POST one message; queue the answers in the response."""
+        response = await self._post(message)
+        self.session_header = response.headers.get("mcp-session-id", self.session_header)
+        if response.status_code == 202 or not response.content:
+            return
+        bodies = (
+            [data for _, data in sse_events(response.text)]
+            if response.headers.get("content-type", "").startswith("text/event-stream")
+            else [response.text]
+        )
+        for body in bodies:
+            answer = _json(body, self.url)
+            if answer is not None:
+                await self.push(answer)
+
+    async def _post(self, message: dict[str, Any]) -> httpx.Response:
+        import httpx
+
+        try:
+            response = await self.client.post(self.url, json=message, headers=self._headers())
+        except httpx.HTTPError as exc:
+            raise McpError(f"{type(exc).__name__} from {self.url}: {exc}") from exc
+        if response.status_code >= 400:
+            raise McpError(f"HTTP {response.status_code} from {self.url}")
+        return response
+
+    def _headers(self) -> dict[str, str]:
+        headers = {
+            **self.headers,
+            "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json",
+        }
+        if self.session_header is not None:
+            headers["Mcp-Session-Id"] = self.session_header
+        return headers
+
+    # -- what the peer reads
+
+    async def push(self, message: dict[str, Any]) -> None:
+        """A message from the server, for the peer to read (dropped once closed)."""
+        line = json.dumps(message, separators=(",", ":")).encode() + b"\n"
+        try:
+            await self._inbound_in.send(line)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            logger.debug("%s: a message after the connection closed dropped", self.url)
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        if not self._rest:
+            self._rest = await self._inbound.receive()
+        data, self._rest = self._rest[:max_bytes], self._rest[max_bytes:]
+        return data
+
+    async def send_eof(self) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        self._inbound_in.close()
+        self._inbound.close()
+
+
+@final
+class _SseLink(_HttpLink):
+    """The SSE transport: a GET event stream carries the answers; messages are POSTed to the
+    URL its ``endpoint`` event names."""
+
+    async def listen(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        """Read the event stream: the endpoint first (then started), then the answers."""
+        from urllib.parse import urljoin
+
+        import httpx
+
+        try:
+            async with self.client.stream("GET", self.url, headers=self.headers) as response:
+                if response.status_code >= 400:
+                    raise McpError(f"HTTP {response.status_code} from {self.url}")
+                buffer = ""
+                started = False
+                async for chunk in response.aiter_text():
+                    buffer += chunk.replace("\r\n", "\n")
+                    complete, _, buffer = buffer.rpartition("\n\n")
+                    for name, data in sse_events(complete):
+                        if name == "endpoint" and not started:
+                            self.url = urljoin(self.url, data)
+                            started = True
+                            task_status.started()
+                        elif name == "message" and started:
+                            answer = _json(data, "the event stream")
+                            if answer is not None:
+                                await self.push(answer)
+        except httpx.HTTPError as exc:
+            raise McpError(f"{type(exc).__name__} from {self.url}: {exc}") from exc
+        raise McpError("the event stream ended")
+
+    async def deliver(self, message: dict[str, Any]) -> None:
+        await self._post(message)
+
+    def _headers(self) -> dict[str, str]:
+        return {**self.headers, "Content-Type": "application/json"}
+
+
 @asynccontextmanager
 async def _open_remote(
     server: acp.McpServerHttp | acp.McpServerSse, timeout: float
@@ -451,29 +486,44 @@ async def _open_remote(
     import httpx
 
     headers = {header.name: header.value for header in server.headers}
+    label = f"mcp-{server.name}"
     async with httpx.AsyncClient(timeout=timeout) as client:
         if isinstance(server, acp.McpServerHttp):
-            channel = _HttpChannel(client, server.url, headers)
-            with channel.answers_in, channel.answers:
-                connection = McpConnection(server.name, channel, timeout)
-                await connection._handshake()  # pyright: ignore[reportPrivateUsage]
+            link = _HttpLink(client, server.url, headers)
+            async with _connected(
+                server.name,
+                link,
+                link,
+                timeout=timeout,
+                where=server.url,
+                closed=f"the connection to {server.url} closed",
+                max_line=DEFAULT_MAX_MESSAGE_BYTES,
+                label=label,
+            ) as connection:
                 yield connection
             return
-        events = _SseChannel(client, server.url, headers)
+        events = _SseLink(client, server.url, headers)
         try:
-            with events.answers_in, events.answers:
-                async with anyio.create_task_group() as tg:
-                    try:
-                        with anyio.fail_after(timeout):
-                            await tg.start(events.listen)
-                    except TimeoutError:
-                        raise McpError(
-                            f"no endpoint event from {server.url} within {timeout:g} s"
-                        ) from None
-                    connection = McpConnection(server.name, events, timeout)
-                    await connection._handshake()  # pyright: ignore[reportPrivateUsage]
+            async with anyio.create_task_group() as tg:
+                try:
+                    with anyio.fail_after(timeout):
+                        await tg.start(events.listen)
+                except TimeoutError:
+                    raise McpError(
+                        f"no endpoint event from {server.url} within {timeout:g} s"
+                    ) from None
+                async with _connected(
+                    server.name,
+                    events,
+                    events,
+                    timeout=timeout,
+                    where="the event stream",
+                    closed=f"the event stream of {server.url} closed",
+                    max_line=DEFAULT_MAX_MESSAGE_BYTES,
+                    label=label,
+                ) as connection:
                     yield connection
-                    tg.cancel_scope.cancel()
+                tg.cancel_scope.cancel()
         except BaseExceptionGroup as group:
             # One failure (the listener's, the handshake's or the caller's): itself.
             leaves = leaf_exceptions(group)

@@ -8,6 +8,7 @@ import pytest
 
 PUBLIC_MODULES = [
     "subagents",
+    "subagents.cancel",
     "subagents.protocol",
     "subagents.protocol.acp",
     "subagents.protocol.claude",
@@ -49,3 +50,16 @@ def test_the_console_script_reports_its_version(capsys: pytest.CaptureFixture[st
         main(["--version"])
     assert exit_info.value.code == 0
     assert capsys.readouterr().out == f"subagents {__version__}\n"
+
+
+def test_cancel_signal_is_one_class_under_each_of_its_names() -> None:
+    """Issue 18 (clean edges): ``CancelSignal`` lives in the neutral ``subagents.cancel``;
+    ``subagents``, ``subagents.providers`` and ``subagents.providers.contract`` name the same
+    class."""
+    import subagents
+    from subagents import providers
+    from subagents.cancel import CancelSignal
+    from subagents.providers import contract
+
+    assert subagents.CancelSignal is providers.CancelSignal is contract.CancelSignal
+    assert contract.CancelSignal is CancelSignal

@@ -22,10 +22,10 @@ if TYPE_CHECKING:
     from ._delegate import DelegationOutcome as DelegationOutcome
     from ._delegate import UnknownAgent as UnknownAgent
     from ._delegate import delegate as delegate
+    from .cancel import CancelSignal as CancelSignal
     from .config import AgentSpec as AgentSpec
     from .config import ConfigError as ConfigError
     from .config import load_agents as load_agents
-    from .providers.contract import CancelSignal as CancelSignal
     from .providers.contract import ProgressEvent as ProgressEvent
     from .providers.contract import SubagentError as SubagentError
     from .providers.contract import SubagentOutcome as SubagentOutcome
@@ -36,7 +36,7 @@ __version__ = "0.1.0"
 
 _WHERE: dict[str, str] = {
     "AgentSpec": ".config",
-    "CancelSignal": ".providers.contract",
+    "CancelSignal": ".cancel",
     "ConfigError": ".config",
     "Delegation": "._delegate",
     "DelegationEvent": "._delegate",

@@ -50,9 +50,9 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Final, final
 
+from ..cancel import CancelSignal
 from ..protocol.jsonrpc import JsonValue
 from ..providers.contract import (
-    CancelSignal,
     ChildProgress,
     ProgressEvent,
     TextProgress,

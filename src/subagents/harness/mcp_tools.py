@@ -14,8 +14,8 @@ import re
 from collections.abc import Mapping
 from typing import Final, final
 
+from ..cancel import CancelSignal
 from ..protocol import JsonValue
-from ..providers.contract import CancelSignal
 from ..transports.mcp import McpConnection, McpError, McpTool
 from .tools import ToolResult, ToolSpec
 

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Final, final
 
+from ..cancel import CancelSignal
 from ..protocol.jsonrpc import JsonValue
-from ..providers.contract import CancelSignal
 from ..providers.service import SubagentService
 from .llm.types import LlmAdapter, Message
 from .loop import DEFAULT_MAX_STEPS, AgentLoop, ProgressCallback, TurnOutcome

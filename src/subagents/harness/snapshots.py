@@ -21,8 +21,8 @@ from typing import Any, Literal, TypeAlias, cast, final
 
 import anyio
 
+from ..cancel import CancelSignal
 from ..protocol.jsonrpc import JsonValue
-from ..providers.contract import CancelSignal
 from .llm.types import (
     LlmAdapter,
     LlmCancelled,

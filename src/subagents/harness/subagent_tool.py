@@ -29,9 +29,9 @@ from typing import Final, final
 
 import anyio
 
+from ..cancel import CancelSignal
 from ..protocol.jsonrpc import JsonValue
 from ..providers.contract import (
-    CancelSignal,
     SubagentError,
     SubagentOutcome,
     SubagentRequest,

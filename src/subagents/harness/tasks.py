@@ -32,8 +32,8 @@ import anyio
 import anyio.abc
 
 from .._owned import open_owned_task_group
+from ..cancel import CancelSignal
 from ..protocol.jsonrpc import JsonValue
-from ..providers.contract import CancelSignal
 from .arguments import argument_problems
 from .tools import ToolError, ToolRegistry, ToolResult, ToolSpec
 

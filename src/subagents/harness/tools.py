@@ -17,8 +17,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeAlias, final, runtime_checkable
 
+from ..cancel import CancelSignal
 from ..protocol.jsonrpc import JsonValue
-from ..providers.contract import CancelSignal, ProgressEvent
+from ..providers.contract import ProgressEvent
 
 __all__ = (
     "ProgressReportingTool",

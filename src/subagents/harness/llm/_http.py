@@ -29,8 +29,8 @@ import anyio
 import anyio.lowlevel
 import httpx
 
+from ...cancel import CancelSignal
 from ...protocol.jsonrpc import JsonValue
-from ...providers.contract import CancelSignal
 from ._sse import SSEDecoder, SSEEvent
 from .types import LlmCancelled, LlmError
 

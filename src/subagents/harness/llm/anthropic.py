@@ -25,8 +25,8 @@ from typing import Any, Final, cast, final
 import anyio
 import httpx
 
+from ...cancel import CancelSignal
 from ...protocol.jsonrpc import JsonValue
-from ...providers.contract import CancelSignal
 from ._http import RetrySettings, Sleep, event_json, int_fields, stream_sse
 from ._sse import SSEEvent
 from .types import (

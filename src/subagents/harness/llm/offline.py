@@ -30,8 +30,8 @@ from typing import Final, cast, final
 
 import anyio
 
+from ...cancel import CancelSignal
 from ...protocol import JsonValue
-from ...providers.contract import CancelSignal
 from .types import (
     LlmCancelled,
     LlmError,

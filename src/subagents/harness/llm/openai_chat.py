@@ -28,8 +28,8 @@ from typing import Any, Final, Literal, TypeAlias, cast, final
 import anyio
 import httpx
 
+from ...cancel import CancelSignal
 from ...protocol.jsonrpc import JsonValue
-from ...providers.contract import CancelSignal
 from ._http import RETRYABLE_STATUSES, RetrySettings, Sleep, event_json, stream_sse
 from ._sse import SSEEvent
 from .types import (

@@ -21,7 +21,7 @@ from typing import TypeAlias, final
 import anyio
 import anyio.lowlevel
 
-from ...providers.contract import CancelSignal
+from ...cancel import CancelSignal
 from .types import LlmCancelled, LlmError, ModelRequest, ModelResponse, TextCallback
 
 __all__ = ("Responder", "ScriptStep", "ScriptedAdapter")

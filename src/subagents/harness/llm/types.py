@@ -15,8 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias, cast, final, runtime_checkable
 
+from ...cancel import CancelSignal
 from ...protocol.jsonrpc import JsonValue
-from ...providers.contract import CancelSignal
 from ..tools import ToolSpec
 
 __all__ = (

@@ -37,14 +37,13 @@ import os
 import sys
 from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager, suppress
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, TypeVar, final
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, final
 
 import anyio
 import anyio.abc
 import anyio.to_thread
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from .. import __version__
 from ..protocol import acp
@@ -53,8 +52,10 @@ from ..protocol.errors import RemoteProtocolError
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
 from ..protocol.jsonrpc import JsonValue
 from ..rpc import ConnectionClosedError, Peer, Router, RPCError, open_peer
-from ._policy import call_policy, policy_name
-from .process import AgentProcess, exit_reason_for, exited_while_open, open_agent_process
+from ._acp_handlers import ClientHandlers, PermissionPolicy, allow_policy, reject_policy
+from ._acp_turn import PromptTurn, validation_error
+from ._child_connection import ChildCommand, ChildDialect, open_child_connection
+from .process import AgentProcess
 
 __all__ = (
     "AgentConnection",
@@ -77,22 +78,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger("subagents.acp.client")
 
 ModelT = TypeVar("ModelT", bound="ACPModel")
-
-
-def _validation_error() -> type[Exception]:
-    """What :func:`acp.from_wire` raises on invalid data. pydantic_core is imported with the
-    models, by the first connection (in a worker thread), not with this module."""
-    from pydantic_core import ValidationError
-
-    return ValidationError
-
-
-PermissionPolicy: TypeAlias = (
-    "Callable[[acp.RequestPermissionRequest], Awaitable[acp.RequestPermissionOutcome]]"
-)
-"""Decides a ``session/request_permission``: returns the outcome to answer with."""
-
-_TURN_BUFFER: Final = 1024
 
 
 class CapabilityError(Exception):
@@ -138,49 +123,6 @@ class ClientExtension(Protocol):
     ) -> bool | None: ...
 
 
-def _outcome_cancelled() -> acp.RequestPermissionOutcome:
-    return acp.CancelledRequestPermissionOutcome()
-
-
-def _select(request: acp.RequestPermissionRequest, kinds: Sequence[str]) -> str | None:
-    for kind in kinds:
-        for option in request.options:
-            if option.kind == kind:
-                return option.option_id
-    return None
-
-
-def _reject_outcome(request: acp.RequestPermissionRequest) -> acp.RequestPermissionOutcome:
-    """Deny: a reject option the agent offered (once, else always); none offered: cancelled."""
-    option_id = _select(request, ("reject_once", "reject_always"))
-    if option_id is None:
-        return _outcome_cancelled()
-    return acp.SelectedRequestPermissionOutcome(option_id=option_id)
-
-
-def _permission_asked(request: acp.RequestPermissionRequest) -> str:
-    """The permission asked for, as a log names it."""
-    call = request.tool_call
-    title = "" if call.title is None else f" {call.title!r}"
-    return (
-        f"session/request_permission for tool call {call.tool_call_id!r}{title} "
-        f"(session {request.session_id!r})"
-    )
-
-
-async def reject_policy(request: acp.RequestPermissionRequest) -> acp.RequestPermissionOutcome:
-    """The default policy: pick a reject option (once, else always); none offered: cancelled."""
-    return _reject_outcome(request)
-
-
-async def allow_policy(request: acp.RequestPermissionRequest) -> acp.RequestPermissionOutcome:
-    """Allow (once, else always); when no allow option is offered, reject as the default does."""
-    option_id = _select(request, ("allow_once", "allow_always"))
-    if option_id is None:
-        return await reject_policy(request)
-    return acp.SelectedRequestPermissionOutcome(option_id=option_id)
-
-
 def _void(tp: type[ModelT], result: JsonValue) -> ModelT:
     """Parse the result of a "void" method: ``null`` and ``{}`` are both accepted."""
     return acp.from_wire(tp, {} if result is None else result)
@@ -190,154 +132,6 @@ def _text_prompt(prompt: str | Sequence[acp.ContentBlock]) -> list[acp.ContentBl
     if isinstance(prompt, str):
         return [acp.TextContentBlock(text=prompt)]
     return list(prompt)
-
-
-@final
-class PromptTurn:
-    """One ``session/prompt`` turn: iterate it for the updates, then read the stop reason.
-
-    Use it as an async context manager (``async with session.prompt(...) as turn``). Leaving
-    the block before the turn ended cancels the turn (``session/cancel``) and waits, within
-    ``cancel_timeout``, for the agent's answer.
-    """
-
-    def __init__(self, session: ClientSession, prompt: list[acp.ContentBlock]) -> None:
-        self._session = session
-        self._prompt = prompt
-        send, receive = anyio.create_memory_object_stream[acp.SessionUpdate](_TURN_BUFFER)
-        self._updates_in: MemoryObjectSendStream[acp.SessionUpdate] = send
-        self._updates_out: MemoryObjectReceiveStream[acp.SessionUpdate] = receive
-        self._done = anyio.Event()
-        self._response: acp.PromptResponse | None = None
-        self._error: BaseException | None = None
-        self._permission_scopes: set[anyio.CancelScope] = set()
-        self._request_scope: anyio.CancelScope | None = None
-        self.cancel_requested = False
-        """Whether :meth:`cancel` was called for this turn."""
-        self.update_count = 0
-        """Updates received so far in this turn."""
-
-    # -- consuming
-
-    def __aiter__(self) -> PromptTurn:
-        return self
-
-    async def __anext__(self) -> acp.SessionUpdate:
-        try:
-            return await self._updates_out.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            raise StopAsyncIteration from None
-
-    async def result(self) -> acp.PromptResponse:
-        """Wait for the end of the turn (draining updates nobody read) and return its result.
-
-        Raises what the request raised: :class:`~subagents.rpc.RPCError` for an error answer,
-        :class:`~subagents.rpc.ConnectionClosedError` when the agent went away.
-        """
-        async for _ in self:
-            pass
-        await self._done.wait()
-        if self._error is not None:
-            raise self._error
-        assert self._response is not None
-        return self._response
-
-    @property
-    def done(self) -> bool:
-        return self._done.is_set()
-
-    @property
-    def stop_reason(self) -> str | None:
-        """The stop reason once the turn ended normally (``None`` before, or on error)."""
-        return None if self._response is None else self._response.stop_reason
-
-    # -- cancelling
-
-    async def cancel(self) -> None:
-        """Cancel this turn: see :meth:`ClientSession.cancel`."""
-        if self._done.is_set():
-            return
-        self.cancel_requested = True
-        for scope in list(self._permission_scopes):
-            scope.cancel()
-        await self._session.connection.peer.notify(
-            "session/cancel",
-            acp.to_wire(acp.CancelNotification(session_id=self._session.session_id)),
-        )
-
-    def abandon(self) -> None:
-        """Stop waiting for this turn's answer, for an agent that ignores ``session/cancel``:
-        the updates end and :meth:`result` raises ``TimeoutError``; a late answer is ignored.
-        (Leaving the turn's block does this by itself after ``cancel_timeout``.)"""
-        if not self._done.is_set() and self._request_scope is not None:
-            self._request_scope.cancel()
-
-    # -- lifecycle
-
-    async def _run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
-        params = acp.to_wire(
-            acp.PromptRequest(session_id=self._session.session_id, prompt=self._prompt)
-        )
-        try:
-            with anyio.CancelScope() as scope:
-                self._request_scope = scope
-                task_status.started()
-                result = await self._session.connection.peer.request("session/prompt", params)
-                self._response = acp.from_wire(acp.PromptResponse, result)
-            if scope.cancelled_caught:
-                self._error = TimeoutError(
-                    "the agent did not answer the cancelled turn in time; gave up waiting"
-                )
-        except (RPCError, ConnectionClosedError, _validation_error()) as exc:
-            self._error = exc
-        except BaseException as exc:
-            self._error = exc
-            raise
-        finally:
-            self._updates_in.close()
-            self._done.set()
-            if self._session.current_turn is self:
-                self._session.current_turn = None
-
-    async def __aenter__(self) -> PromptTurn:
-        session = self._session
-        if session.current_turn is not None:
-            self._updates_in.close()
-            self._updates_out.close()
-            raise RuntimeError(f"session {session.session_id} already has a turn running")
-        session.current_turn = self
-        try:
-            await session.connection.task_group.start(self._run)
-        except BaseException:
-            # Not started (cancelled while starting): __aexit__ will not run, so close here.
-            if session.current_turn is self:
-                session.current_turn = None
-            self._updates_in.close()
-            self._updates_out.close()
-            raise
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        with anyio.CancelScope(shield=True):
-            if not self._done.is_set():
-                with suppress(ConnectionClosedError):
-                    await self.cancel()
-                with anyio.move_on_after(self._session.connection.cancel_timeout):
-                    async for _ in self:
-                        pass
-                    await self._done.wait()
-                if not self._done.is_set() and self._request_scope is not None:
-                    self._request_scope.cancel()
-                    await self._done.wait()
-            else:
-                async for _ in self:
-                    pass
-        self._updates_out.close()
 
 
 @final
@@ -603,86 +397,6 @@ def _absolute(cwd: str | os.PathLike[str] | None) -> str:
     return os.path.abspath(raw)
 
 
-@final
-class _ClientHandlers:
-    """The client side's handlers of agent-to-client methods."""
-
-    def __init__(self, policy: PermissionPolicy) -> None:
-        self.policy = policy
-        self.connection: AgentConnection | None = None
-        self.early_updates: list[acp.SessionNotification] = []
-
-    def register(self, router: Router) -> None:
-        router.on_notification("session/update", self.on_update, params=acp.SessionNotification)
-        router.on_request(
-            "session/request_permission", self.on_permission, params=acp.RequestPermissionRequest
-        )
-
-    async def on_update(self, note: acp.SessionNotification) -> None:
-        connection = self.connection
-        session = None if connection is None else connection.sessions.get(note.session_id)
-        if session is None:
-            if connection is not None and connection.stash(note.session_id, note.update):
-                return
-            logger.warning("session/update for unknown session %r ignored", note.session_id)
-            return
-        if isinstance(note.update, acp.ToolCallSessionUpdate):
-            session.tool_calls[note.update.tool_call_id] = note.update
-        turn = session.current_turn
-        if turn is None or turn.done:
-            session.idle_updates.append(note.update)
-            return
-        turn.update_count += 1
-        try:
-            await turn._updates_in.send(note.update)  # pyright: ignore[reportPrivateUsage]
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            session.idle_updates.append(note.update)
-
-    async def on_permission(self, request: acp.RequestPermissionRequest) -> ACPModel:
-        connection = self.connection
-        session = None if connection is None else connection.sessions.get(request.session_id)
-        if session is None:
-            raise RPCError.resource_not_found({"sessionId": request.session_id})
-        call = request.tool_call
-        known = session.tool_calls.get(call.tool_call_id)
-        if known is not None:
-            call.title = call.title if call.title is not None else known.title
-            call.kind = call.kind if call.kind is not None else known.kind
-            call.raw_input = call.raw_input if call.raw_input is not None else known.raw_input
-        turn = session.current_turn
-        if turn is not None and turn.cancel_requested:
-            return acp.RequestPermissionResponse(outcome=_outcome_cancelled())
-        outcome: acp.RequestPermissionOutcome = _outcome_cancelled()
-        with anyio.CancelScope() as scope:
-            if turn is not None:
-                turn._permission_scopes.add(scope)  # pyright: ignore[reportPrivateUsage]
-            try:
-                decided = await call_policy(
-                    self.policy, request, logger=logger, asked=_permission_asked(request)
-                )
-            finally:
-                if turn is not None:
-                    turn._permission_scopes.discard(scope)  # pyright: ignore[reportPrivateUsage]
-            if decided is None:  # the policy raised (logged): deny
-                outcome = _reject_outcome(request)
-            elif not isinstance(  # pyright: ignore[reportUnnecessaryIsInstance]
-                decided,
-                (acp.SelectedRequestPermissionOutcome, acp.CancelledRequestPermissionOutcome),
-            ):
-                logger.error(
-                    "permission policy %s answered %r on %s; answering deny",
-                    policy_name(self.policy),
-                    decided,
-                    _permission_asked(request),
-                )
-                outcome = _reject_outcome(request)
-            else:
-                outcome = decided
-        if scope.cancelled_caught:
-            outcome = _outcome_cancelled()
-        return acp.RequestPermissionResponse(outcome=outcome)
-
-
 UNCLAIMED_SESSIONS: Final = 16
 """At most this many unknown session ids have updates kept (:attr:`AgentConnection.unclaimed`)."""
 UNCLAIMED_UPDATES: Final = 256
@@ -741,6 +455,16 @@ async def _ready_models() -> None:
         _models_ready = True
 
 
+_ACP: Final = ChildDialect(kind="agent", startup_error=AgentStartupError)
+
+
+def _abort(peer: Peer, reason: str) -> None:
+    """The connection is lost: pending calls fail naming ``reason`` (the peer's own end of
+    stream already did, unless the child died with its stdout held open)."""
+    if not peer.closed:
+        peer.abort(reason)
+
+
 @asynccontextmanager
 async def connect_agent_over(
     receive_stream: anyio.abc.ByteReceiveStream,
@@ -757,50 +481,51 @@ async def connect_agent_over(
     process: AgentProcess | None = None,
     name: str = "agent",
 ) -> AsyncGenerator[AgentConnection, None]:
-    """Connect to an agent over a byte-stream pair and ``initialize``; see :func:`connect_agent`."""
+    """Connect to an agent over a byte-stream pair and ``initialize``; see :func:`connect_agent`.
+
+    ``process``, when the streams are its stdio, is watched: its exit fails pending calls
+    naming the exit status and the stderr tail (``eof_reason`` overrides that text)."""
     await _ready_models()
     from pydantic_core import from_json  # loaded with the models, off the event loop
 
     router = Router()
-    handlers = _ClientHandlers(permission_policy)
+    handlers = ClientHandlers(permission_policy)
     handlers.register(router)
     capabilities = acp.ClientCapabilities()
     if extension is not None:
         extension.register(router)
         capabilities = extension.capabilities()
-    raised: BaseException | None = None
-    async with AsyncExitStack() as stack:
-        if extension is not None:
-            await stack.enter_async_context(extension)
-        async with (
-            anyio.create_task_group() as tg,
-            open_peer(
-                receive_stream,
-                send_stream,
-                router=router,
-                max_message_bytes=max_message_bytes,
-                on_protocol_error=on_protocol_error,
-                eof_reason=eof_reason,
-                json_loads=from_json,
-                name=name,
-            ) as peer,
-        ):
-            try:
-                init = await _initialize(
-                    peer,
-                    capabilities,
-                    client_info or acp.Implementation(name="subagents", version=__version__),
-                    initialize_timeout,
-                )
-                connection = AgentConnection(peer, tg, init, process, cancel_timeout)
-                handlers.connection = connection
-                yield connection
-            except BaseException as exc:
-                raised = exc
-            finally:
-                tg.cancel_scope.cancel()
-    if raised is not None:  # re-raised as itself, not wrapped in an ExceptionGroup
-        raise raised
+    info = client_info or acp.Implementation(name="subagents", version=__version__)
+
+    def open_link(
+        _tg: anyio.abc.TaskGroup, exit_reason: Callable[[], Awaitable[str]] | None
+    ) -> AbstractAsyncContextManager[Peer]:
+        return open_peer(
+            receive_stream,
+            send_stream,
+            router=router,
+            max_message_bytes=max_message_bytes,
+            on_protocol_error=on_protocol_error,
+            eof_reason=exit_reason,
+            json_loads=from_json,
+            name=name,
+        )
+
+    async with open_child_connection(
+        _ACP,
+        open_link,
+        lambda peer: _initialize(peer, capabilities, info, initialize_timeout),
+        lost=_abort,
+        name=name,
+        process=process,
+        exit_reason=eof_reason,
+        around=extension,
+    ) as child:
+        connection = AgentConnection(
+            child.link, child.task_group, child.hello, process, cancel_timeout
+        )
+        handlers.connection = connection
+        yield connection
 
 
 async def _initialize(
@@ -827,7 +552,7 @@ async def _initialize(
         raise ProtocolVersionError(version)
     try:
         return acp.from_wire(acp.InitializeResponse, result)
-    except _validation_error() as exc:
+    except validation_error() as exc:
         raise AgentStartupError(f"the agent's initialize answer is invalid: {exc}") from exc
 
 
@@ -857,56 +582,21 @@ async def connect_agent(
     shutdown ladder (wait, SIGTERM the group, wait, SIGKILL the group) runs, bounded.
     """
     label = name or os.path.basename(command[0])
-    raised: BaseException | None = None
-    async with open_agent_process(
-        command,
-        env=env,
-        inherit_env=inherit_env,
-        cwd=cwd,
-        start_timeout=start_timeout,
-        name=label,
-    ) as process:
-        exit_reason = exit_reason_for(process, f"agent {label!r}")
-
-        async with anyio.create_task_group() as tg:
-            peer_holder: list[Peer] = []
-
-            async def watch_exit() -> None:
-                # A child can die with its stdout still open (a grandchild holding it): fail
-                # pending calls from the exit itself, after giving the stream a moment to end.
-                peer = await exited_while_open(
-                    process, lambda: peer_holder[0] if peer_holder else None
-                )
-                if peer is not None:
-                    peer.abort(await exit_reason())
-
-            tg.start_soon(watch_exit)
-            try:
-                async with connect_agent_over(
-                    process.stdout,
-                    process.stdin,
-                    permission_policy=permission_policy,
-                    extension=extension,
-                    client_info=client_info,
-                    initialize_timeout=initialize_timeout,
-                    cancel_timeout=cancel_timeout,
-                    max_message_bytes=max_message_bytes,
-                    on_protocol_error=on_protocol_error,
-                    eof_reason=exit_reason,
-                    process=process,
-                    name=label,
-                ) as connection:
-                    peer_holder.append(connection.peer)
-                    yield connection
-            except AgentStartupError as exc:
-                if process.exit is not None and "exited" not in str(exc):
-                    raised = AgentStartupError(f"{exc}; agent {process.exit.describe()}")
-                    raised.__cause__ = exc
-                else:
-                    raised = exc
-            except BaseException as exc:
-                raised = exc
-            finally:
-                tg.cancel_scope.cancel()
-    if raised is not None:  # re-raised as itself, not wrapped in an ExceptionGroup
-        raise raised
+    child = ChildCommand(command, env, inherit_env, cwd, start_timeout)
+    async with (
+        child.spawn(label) as process,
+        connect_agent_over(
+            process.stdout,
+            process.stdin,
+            permission_policy=permission_policy,
+            extension=extension,
+            client_info=client_info,
+            initialize_timeout=initialize_timeout,
+            cancel_timeout=cancel_timeout,
+            max_message_bytes=max_message_bytes,
+            on_protocol_error=on_protocol_error,
+            process=process,
+            name=label,
+        ) as connection,
+    ):
+        yield connection

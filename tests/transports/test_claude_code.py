@@ -1,21 +1,26 @@
-"""The Claude Code client against a scripted fake CLI (a real child process).
+"""The Claude Code client against a scripted fake CLI.
 
 The fake (``fake_claude_cli.py``) speaks the stream-json and control-protocol shapes recorded
 on the real CLI 2.1.332 (research note claude.md); what a turn does is picked by a marker in
-its prompt. Requirement names refer to issue 7, part 1 (the transport).
+its prompt. The protocol tests run it in-process over a pipe pair
+(:func:`~subagents.transports.claude_code.connect_claude_over`); the tests that need a real
+process (argv and environment, exit status, stderr tail, signals) spawn it as the CLI.
+Requirement names refer to issue 7, part 1 (the transport), and issue 18 (the stream pair).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from subagents.transports import claude_code
+from subagents.transports import claude_code, open_pipe_pair
 from subagents.transports.claude_code import (
     DEFAULT_MAX_LINE_BYTES,
     AllowTool,
@@ -38,15 +43,61 @@ from subagents.transports.claude_code import (
     DenyTool,
     ToolPermissionRequest,
     allow_tools_policy,
-    build_claude_argv,
     build_claude_env,
     connect_claude,
+    connect_claude_over,
 )
+
+from .fake_claude_cli import FakeClaude
 
 pytestmark = pytest.mark.anyio
 
 FAKE = Path(__file__).with_name("fake_claude_cli.py")
 OPTIONS = ClaudeOptions(model="claude-fake-model")
+
+
+@asynccontextmanager
+async def connected(**kwargs: Any) -> AsyncGenerator[tuple[ClaudeConnection, FakeClaude], None]:
+    """A connection to the fake run in-process over a pipe pair (no child process)."""
+    cli_in, host_out = await open_pipe_pair()
+    host_in, cli_out = await open_pipe_pair()
+    fake = FakeClaude()
+    raised: BaseException | None = None
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(fake.serve, cli_in, cli_out)
+            try:
+                async with connect_claude_over(
+                    host_in, host_out, initialize_timeout=5, **kwargs
+                ) as connection:
+                    yield connection, fake
+            except BaseException as exc:
+                raised = exc
+                tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await cli_in.aclose()
+            await host_in.aclose()
+    if raised is not None:
+        raise raised
+
+
+def sent(fake: FakeClaude, kind: str, subtype: str | None = None) -> list[dict[str, Any]]:
+    """The messages of ``kind`` (and control ``subtype``) the fake received."""
+    return [
+        m
+        for m in fake.received
+        if m.get("type") == kind and (subtype is None or m["request"].get("subtype") == subtype)
+    ]
+
+
+def answers_to(fake: FakeClaude) -> list[dict[str, Any]]:
+    return [m["response"] for m in sent(fake, "control_response")]
+
+
+async def collect(conn: ClaudeConnection, prompt: str) -> list[ClaudeEvent]:
+    async with conn.turn(prompt) as turn:
+        return [event async for event in turn]
 
 
 def fake_cli(tmp_path: Path) -> Path:
@@ -62,85 +113,12 @@ def fake_env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 
 def received(tmp_path: Path) -> list[dict[str, Any]]:
-    """Everything the fake recorded: its argv/env first, then every stdin message."""
+    """Everything the fake process recorded: its argv/env first, then every stdin message."""
     path = tmp_path / "record.jsonl"
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def control_requests(tmp_path: Path, subtype: str) -> list[dict[str, Any]]:
-    return [
-        m
-        for m in received(tmp_path)
-        if m.get("type") == "control_request" and m["request"].get("subtype") == subtype
-    ]
-
-
-async def collect(conn: ClaudeConnection, prompt: str) -> list[ClaudeEvent]:
-    async with conn.turn(prompt) as turn:
-        return [event async for event in turn]
-
-
-# ---------------------------------------------------------------- argv and environment
-
-
-def test_argv_always_has_stream_json_both_ways_verbose_and_the_model() -> None:
-    """Issue 7 / argv: --output-format stream-json --verbose --input-format stream-json,
-    always --model; no permission prompt tool without a policy."""
-    argv = build_claude_argv("claude", OPTIONS)
-    assert argv[:6] == [
-        "claude",
-        "--output-format",
-        "stream-json",
-        "--verbose",
-        "--input-format",
-        "stream-json",
-    ]
-    assert "--model=claude-fake-model" in argv
-    assert "--permission-prompt-tool" not in argv
-    assert "--include-partial-messages" in argv
-    assert "--system-prompt=" in argv
-    assert "--setting-sources=" in argv
-    assert "--strict-mcp-config" in argv
-
-
-def test_argv_maps_every_option_to_its_flag() -> None:
-    """Issue 7 / argv: permission prompt tool stdio with a policy, system prompt / append,
-    allowed / disallowed tools, max turns, resume and fork; dash-leading values stay values."""
-    options = ClaudeOptions(
-        model="m",
-        system_prompt="-be brief",
-        append_system_prompt="and kind",
-        allowed_tools=("Read", "Bash(touch *)"),
-        disallowed_tools=("Write",),
-        max_turns=3,
-        permission_mode="acceptEdits",
-        include_partial_messages=False,
-        resume="-abc",
-        fork_session=True,
-        setting_sources=("user", "project"),
-        strict_mcp_config=False,
-    )
-    argv = build_claude_argv("claude", options, permission_prompt=True)
-    assert argv[6:] == [
-        "--model=m",
-        "--system-prompt=-be brief",
-        "--append-system-prompt=and kind",
-        "--allowedTools=Read,Bash(touch *)",
-        "--disallowedTools=Write",
-        "--max-turns=3",
-        "--permission-mode=acceptEdits",
-        "--permission-prompt-tool",
-        "stdio",
-        "--resume=-abc",
-        "--fork-session",
-        "--setting-sources=user,project",
-    ]
-
-
-def test_fork_session_without_resume_is_refused() -> None:
-    """Issue 7 / argv: --fork-session forks the session named by --resume."""
-    with pytest.raises(ClaudeConfigError, match="resume"):
-        build_claude_argv("claude", ClaudeOptions(model="m", fork_session=True))
+# ---------------------------------------------------------------- environment
 
 
 def test_environment_stops_outside_traffic_drops_claudecode_and_sets_the_config_dir() -> None:
@@ -173,14 +151,21 @@ def test_is_sandbox_is_normalised_to_1_and_bypass_as_root_needs_it() -> None:
     assert "IS_SANDBOX" not in build_claude_env(bypass, parent={}, is_root=False)
 
 
-# ---------------------------------------------------------------- connecting
+# ---------------------------------------------------------------- a real process
 
 
-async def test_initialize_is_the_first_line_and_its_answer_is_kept(tmp_path: Path) -> None:
-    """Issue 7 / control protocol: `initialize` is sent first (envelope with a request_id);
-    the argv and environment reach the child."""
+async def test_the_cli_gets_its_argv_and_environment_and_initialize_first(tmp_path: Path) -> None:
+    """Issue 7 / control protocol: `initialize` is the first stdin line (envelope with a
+    request_id); the argv (with the permission prompt tool when a policy is given) and the
+    environment reach the child; the answer is kept."""
     with anyio.fail_after(10):
-        async with connect_claude(fake_cli(tmp_path), OPTIONS, env=fake_env(tmp_path)) as conn:
+        async with connect_claude(
+            fake_cli(tmp_path),
+            OPTIONS,
+            env=fake_env(tmp_path),
+            permission_policy=allow_tools_policy,
+        ) as conn:
+            assert conn.process is not None
             assert conn.init_response["claude_code_version"] == "2.1.332-fake"
             assert conn.init_response["pid"] == conn.process.pid
     start, first, *_ = received(tmp_path)
@@ -189,30 +174,61 @@ async def test_initialize_is_the_first_line_and_its_answer_is_kept(tmp_path: Pat
     assert first["request_id"].startswith("req_")
     assert start["env"]["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
     assert "--model=claude-fake-model" in start["argv"]
+    assert "--permission-prompt-tool" in start["argv"]
 
 
 async def test_a_cli_that_exits_before_initialize_fails_with_its_status_and_stderr(
     tmp_path: Path,
 ) -> None:
-    """Issue 7 / startup: exit before init -> ClaudeStartupError naming status and stderr."""
+    """Issue 7 / startup: exit before init -> ClaudeStartupError naming status and stderr;
+    without a policy no permission prompt tool is passed."""
     env = fake_env(tmp_path, FAKE_CLAUDE_MODE="exit-before-init")
     with anyio.fail_after(10), pytest.raises(ClaudeStartupError) as caught:
         async with connect_claude(fake_cli(tmp_path), OPTIONS, env=env):
             pass  # pragma: no cover
     assert "exited with status 3" in str(caught.value)
     assert "invalid API key" in str(caught.value)
+    assert "--permission-prompt-tool" not in received(tmp_path)[0]["argv"]
+
+
+async def test_a_cli_that_dies_mid_turn_fails_the_turn_with_its_status_and_stderr(
+    tmp_path: Path,
+) -> None:
+    """Issue 7 / process: the turn fails at once with the exit status and stderr tail."""
+    with anyio.fail_after(10):
+        async with connect_claude(fake_cli(tmp_path), OPTIONS, env=fake_env(tmp_path)) as conn:
+            with pytest.raises(ClaudeConnectionError) as caught:
+                await conn.query("[[crash]]")
+            with pytest.raises(ClaudeConnectionError):
+                await conn.query("after the crash")
+    assert "exited with status 2" in str(caught.value)
+    assert "fake crash" in str(caught.value)
+
+
+async def test_closing_closes_stdin_and_sigterms_a_cli_that_stays(tmp_path: Path) -> None:
+    """Issue 7 / shutdown: close stdin, wait, then SIGTERM (before any SIGKILL)."""
+    env = fake_env(tmp_path, FAKE_CLAUDE_MODE="ignore-eof")
+    with anyio.fail_after(15):
+        async with connect_claude(
+            fake_cli(tmp_path), OPTIONS, env=env, close_timeout=0.3, term_timeout=5
+        ) as conn:
+            await conn.query("hi")
+            process = conn.process
+    assert process is not None
+    assert process.exit is not None
+    assert process.exit.returncode == 143
+    tail = received(tmp_path)[-2:]
+    assert tail == [{"eof": True}, {"sigterm": True}]
 
 
 # ---------------------------------------------------------------- turns and events
 
 
-async def test_a_turn_streams_partial_deltas_then_the_assistant_message_then_the_result(
-    tmp_path: Path,
-) -> None:
+async def test_a_turn_streams_partial_deltas_then_the_assistant_message_then_the_result() -> None:
     """Issue 7 / typed events: system init, partial stream events, assistant message, and
     the result (subtype, is_error, usage, total cost); the session id is remembered."""
     with anyio.fail_after(10):
-        async with connect_claude(fake_cli(tmp_path), OPTIONS, env=fake_env(tmp_path)) as conn:
+        async with connected() as (conn, fake):
             events = await collect(conn, "say hi")
             assert conn.session_id is not None
     assert isinstance(events[0], ClaudeSystemInit)
@@ -231,24 +247,24 @@ async def test_a_turn_streams_partial_deltas_then_the_assistant_message_then_the
     assert result.usage == {"input_tokens": 11, "output_tokens": 5}
     assert result.total_cost_usd == pytest.approx(0.000144)  # pyright: ignore[reportUnknownMemberType]
     assert result.session_id == conn.session_id
-    user_line = next(m for m in received(tmp_path) if m.get("type") == "user")
+    (user_line,) = sent(fake, "user")
     assert user_line["message"] == {"role": "user", "content": "say hi"}
 
 
-async def test_two_turns_run_one_after_the_other_in_one_process(tmp_path: Path) -> None:
-    """Issue 7 / query API: query() runs a turn to its result; the process is reused."""
+async def test_two_turns_run_one_after_the_other_on_one_connection() -> None:
+    """Issue 7 / query API: query() runs a turn to its result; the connection is reused."""
     with anyio.fail_after(10):
-        async with connect_claude(fake_cli(tmp_path), OPTIONS, env=fake_env(tmp_path)) as conn:
+        async with connected() as (conn, _):
             first = await conn.query("one")
             second = await conn.query("two")
     assert first.result == second.result == "FAKE-REPLY: pong"
 
 
-async def test_an_api_error_ends_with_an_error_result_not_an_exception(tmp_path: Path) -> None:
+async def test_an_api_error_ends_with_an_error_result_not_an_exception() -> None:
     """Issue 7 / typed events: an API error is an assistant message with `error` and a
     result with is_error (subtype success, as on the real CLI)."""
     with anyio.fail_after(10):
-        async with connect_claude(fake_cli(tmp_path), OPTIONS, env=fake_env(tmp_path)) as conn:
+        async with connected() as (conn, _):
             events = await collect(conn, "[[error]]")
     assistant = next(e for e in events if isinstance(e, ClaudeAssistantMessage))
     assert assistant.error == "server_error"
@@ -261,13 +277,11 @@ async def test_an_api_error_ends_with_an_error_result_not_an_exception(tmp_path:
     assert "529" in result.result
 
 
-async def test_unknown_types_and_subtypes_are_kept_and_non_json_lines_skipped(
-    tmp_path: Path,
-) -> None:
+async def test_unknown_types_and_subtypes_are_kept_and_non_json_lines_skipped() -> None:
     """Issue 7 / typed events: unknown message types and subtypes arrive as raw events,
     never fatal; a non-JSON stdout line is skipped."""
     with anyio.fail_after(10):
-        async with connect_claude(fake_cli(tmp_path), OPTIONS, env=fake_env(tmp_path)) as conn:
+        async with connected() as (conn, _):
             events = await collect(conn, "[[noise]]")
     raw = [(e.type, e.subtype) for e in events if isinstance(e, ClaudeRawEvent)]
     assert raw == [("mystery_event", None), ("system", "brand_new")]
@@ -275,22 +289,20 @@ async def test_unknown_types_and_subtypes_are_kept_and_non_json_lines_skipped(
     assert events[-1].result == "FAKE-REPLY: pong"
 
 
-async def test_a_two_megabyte_reply_is_read_whole(tmp_path: Path) -> None:
+async def test_a_two_megabyte_reply_is_read_whole() -> None:
     """Issue 7 / line limit: at least 16 MiB per line (the official SDK's 1 MiB breaks)."""
     assert DEFAULT_MAX_LINE_BYTES >= 16 * 1024 * 1024
     with anyio.fail_after(20):
-        async with connect_claude(fake_cli(tmp_path), OPTIONS, env=fake_env(tmp_path)) as conn:
+        async with connected() as (conn, _):
             result = await conn.query("[[big:2000000]]")
     assert result.result == "x" * 2_000_000
 
 
-async def test_a_line_over_the_limit_fails_the_turn_naming_its_size(tmp_path: Path) -> None:
+async def test_a_line_over_the_limit_fails_the_turn_naming_its_size() -> None:
     """Issue 7 / line limit: a clear error above the limit, naming the size; the
     connection reads on (the next turn works)."""
     with anyio.fail_after(10):
-        async with connect_claude(
-            fake_cli(tmp_path), OPTIONS, env=fake_env(tmp_path), max_line_bytes=4096
-        ) as conn:
+        async with connected(max_line_bytes=4096) as (conn, _):
             with pytest.raises(ClaudeLineTooLongError) as caught:
                 await conn.query("[[big:10000]]")
             assert caught.value.limit == 4096
@@ -299,30 +311,31 @@ async def test_a_line_over_the_limit_fails_the_turn_naming_its_size(tmp_path: Pa
             assert (await conn.query("again")).result == "FAKE-REPLY: pong"
 
 
-async def test_a_cli_that_dies_mid_turn_fails_the_turn_with_its_status_and_stderr(
-    tmp_path: Path,
-) -> None:
-    """Issue 7 / process: the turn fails at once with the exit status and stderr tail."""
+async def test_a_stream_that_ends_mid_turn_fails_the_turn_with_the_eof_reason() -> None:
+    """Issue 18 / stream pair: when the CLI's stdout ends, the running turn and every later
+    one fail with ClaudeConnectionError naming what ``eof_reason`` says."""
+
+    async def eof_reason() -> str:
+        return "the fake CLI went away"
+
     with anyio.fail_after(10):
-        async with connect_claude(fake_cli(tmp_path), OPTIONS, env=fake_env(tmp_path)) as conn:
-            with pytest.raises(ClaudeConnectionError) as caught:
+        async with connected(eof_reason=eof_reason) as (conn, _):
+            with pytest.raises(ClaudeConnectionError, match="the fake CLI went away"):
                 await conn.query("[[crash]]")
-            with pytest.raises(ClaudeConnectionError):
-                await conn.query("after the crash")
-    assert "exited with status 2" in str(caught.value)
-    assert "fake crash" in str(caught.value)
+            with pytest.raises(ClaudeConnectionError, match="the fake CLI went away"):
+                await conn.query("after the end")
+            assert conn.closed
+            assert conn.process is None
 
 
-# ---------------------------------------------------------------- interrupt and shutdown
+# ---------------------------------------------------------------- interrupt
 
 
-async def test_interrupt_mid_turn_sends_the_control_request_and_the_turn_ends_aborted(
-    tmp_path: Path,
-) -> None:
+async def test_interrupt_mid_turn_sends_the_control_request_and_the_turn_ends_aborted() -> None:
     """Issue 7 / cancellation: interrupt() is the `interrupt` control request; the turn ends
-    with error_during_execution and the process stays usable."""
+    with error_during_execution and the CLI stays usable."""
     with anyio.fail_after(10):
-        async with connect_claude(fake_cli(tmp_path), OPTIONS, env=fake_env(tmp_path)) as conn:
+        async with connected() as (conn, fake):
             async with conn.turn("[[stall]]") as turn:
                 async for event in turn:
                     if isinstance(event, ClaudeStreamEvent):
@@ -331,15 +344,13 @@ async def test_interrupt_mid_turn_sends_the_control_request_and_the_turn_ends_ab
             assert turn.result.subtype == "error_during_execution"
             assert turn.result.is_error
             assert (await conn.query("after interrupt")).result == "FAKE-REPLY: pong"
-    assert len(control_requests(tmp_path, "interrupt")) == 1
+    assert len(sent(fake, "control_request", "interrupt")) == 1
 
 
-async def test_leaving_a_turn_early_interrupts_it_and_waits_for_its_result(
-    tmp_path: Path,
-) -> None:
+async def test_leaving_a_turn_early_interrupts_it_and_waits_for_its_result() -> None:
     """Issue 7 / cancellation: leaving the turn's block before the result interrupts it."""
     with anyio.fail_after(10):
-        async with connect_claude(fake_cli(tmp_path), OPTIONS, env=fake_env(tmp_path)) as conn:
+        async with connected() as (conn, fake):
             async with conn.turn("[[stall]]") as turn:
                 async for event in turn:
                     if isinstance(event, ClaudeStreamEvent):
@@ -347,62 +358,38 @@ async def test_leaving_a_turn_early_interrupts_it_and_waits_for_its_result(
             assert turn.result is not None
             assert turn.result.subtype == "error_during_execution"
             assert (await conn.query("next")).result == "FAKE-REPLY: pong"
-    assert len(control_requests(tmp_path, "interrupt")) == 1
+    assert len(sent(fake, "control_request", "interrupt")) == 1
 
 
-async def test_cancelling_a_turn_interrupts_it(tmp_path: Path) -> None:
+async def test_cancelling_a_turn_interrupts_it() -> None:
     """Issue 7 / cancellation: a cancelled turn sends the interrupt (bounded, shielded)."""
     with anyio.fail_after(10):
-        async with connect_claude(fake_cli(tmp_path), OPTIONS, env=fake_env(tmp_path)) as conn:
+        async with connected() as (conn, fake):
             with anyio.move_on_after(0.5):
                 await conn.query("[[stall]]")
             assert (await conn.query("next")).result == "FAKE-REPLY: pong"
-    assert len(control_requests(tmp_path, "interrupt")) == 1
+    assert len(sent(fake, "control_request", "interrupt")) == 1
 
 
-async def test_closing_closes_stdin_and_sigterms_a_cli_that_stays(tmp_path: Path) -> None:
-    """Issue 7 / shutdown: close stdin, wait, then SIGTERM (before any SIGKILL)."""
-    env = fake_env(tmp_path, FAKE_CLAUDE_MODE="ignore-eof")
-    with anyio.fail_after(15):
-        async with connect_claude(
-            fake_cli(tmp_path), OPTIONS, env=env, close_timeout=0.3, term_timeout=5
-        ) as conn:
-            await conn.query("hi")
-            process = conn.process
-    assert process.exit is not None
-    assert process.exit.returncode == 143
-    tail = received(tmp_path)[-2:]
-    assert tail == [{"eof": True}, {"sigterm": True}]
+# ---------------------------------------------------------------- control requests
 
 
-async def test_an_unsupported_control_request_of_ours_raises_the_cli_error(
-    tmp_path: Path,
-) -> None:
+async def test_an_unsupported_control_request_of_ours_raises_the_cli_error() -> None:
     """Issue 7 / control protocol: responses are matched by request_id; an error answer
     raises ClaudeControlError with the CLI's message and code."""
     with anyio.fail_after(10):
-        async with connect_claude(fake_cli(tmp_path), OPTIONS, env=fake_env(tmp_path)) as conn:
+        async with connected() as (conn, _):
             with pytest.raises(ClaudeControlError) as caught:
                 await conn.control("no_such_subtype")
     assert caught.value.error_code == "unsupported_request"
     assert "no_such_subtype" in caught.value.message
 
 
-# ---------------------------------------------------------------- requests from the CLI
-
-
-def answers_to(tmp_path: Path) -> list[dict[str, Any]]:
-    return [m["response"] for m in received(tmp_path) if m.get("type") == "control_response"]
-
-
-async def test_without_a_policy_tools_are_denied_and_no_prompt_tool_is_passed(
-    tmp_path: Path,
-) -> None:
+async def test_without_a_policy_tools_are_denied() -> None:
     """Issue 7 / can_use_tool: default deny, never unanswered; the tool use is an event."""
     with anyio.fail_after(10):
-        async with connect_claude(fake_cli(tmp_path), OPTIONS, env=fake_env(tmp_path)) as conn:
+        async with connected() as (conn, _):
             events = await collect(conn, "[[tool]]")
-    assert "--permission-prompt-tool" not in received(tmp_path)[0]["argv"]
     tool_use = next(e for e in events if isinstance(e, ClaudeToolUse))
     assert (tool_use.name, tool_use.id) == ("Bash", "toolu_fake_1")
     assert any(isinstance(e, ClaudeUserMessage) for e in events)
@@ -411,9 +398,9 @@ async def test_without_a_policy_tools_are_denied_and_no_prompt_tool_is_passed(
     assert result.result == "TOOL_DENIED: Bash is not allowed here"
 
 
-async def test_an_allowing_policy_runs_the_tool_with_its_updated_input(tmp_path: Path) -> None:
+async def test_an_allowing_policy_runs_the_tool_with_its_updated_input() -> None:
     """Issue 7 / can_use_tool: the policy sees the request; allow + updatedInput answered,
-    correlated by the CLI's request_id; --permission-prompt-tool stdio is passed."""
+    correlated by the CLI's request_id."""
     seen: list[ToolPermissionRequest] = []
 
     async def policy(request: ToolPermissionRequest) -> AllowTool | DenyTool:
@@ -421,33 +408,28 @@ async def test_an_allowing_policy_runs_the_tool_with_its_updated_input(tmp_path:
         return AllowTool({"command": "echo changed"})
 
     with anyio.fail_after(10):
-        async with connect_claude(
-            fake_cli(tmp_path), OPTIONS, env=fake_env(tmp_path), permission_policy=policy
-        ) as conn:
+        async with connected(permission_policy=policy) as (conn, fake):
             result = await conn.query("[[tool]]")
     assert result.result == 'TOOL_RESULT_SEEN: fake-tool-ran {"command": "echo changed"}'
     assert seen[0].tool_name == "Bash"
     assert seen[0].tool_use_id == "toolu_fake_1"
-    assert "--permission-prompt-tool" in received(tmp_path)[0]["argv"]
-    (answer,) = answers_to(tmp_path)
+    (answer,) = answers_to(fake)
     assert answer["subtype"] == "success"
 
 
-async def test_a_failing_policy_means_deny(tmp_path: Path) -> None:
+async def test_a_failing_policy_means_deny() -> None:
     """Issue 7 / can_use_tool: a policy error is answered as deny, never left unanswered."""
 
     async def policy(request: ToolPermissionRequest) -> AllowTool | DenyTool:
         raise RuntimeError("policy broke")
 
     with anyio.fail_after(10):
-        async with connect_claude(
-            fake_cli(tmp_path), OPTIONS, env=fake_env(tmp_path), permission_policy=policy
-        ) as conn:
+        async with connected(permission_policy=policy) as (conn, _):
             result = await conn.query("[[tool]]")
     assert result.result == "TOOL_DENIED: permission policy failed"
 
 
-async def test_a_cancelled_control_request_is_never_answered(tmp_path: Path) -> None:
+async def test_a_cancelled_control_request_is_never_answered() -> None:
     """Issue 7 / control_cancel_request: the pending handler is dropped, nothing is sent."""
     started = anyio.Event()
     finished: list[bool] = []
@@ -459,17 +441,15 @@ async def test_a_cancelled_control_request_is_never_answered(tmp_path: Path) -> 
         return AllowTool()  # pragma: no cover
 
     with anyio.fail_after(10):
-        async with connect_claude(
-            fake_cli(tmp_path), OPTIONS, env=fake_env(tmp_path), permission_policy=slow_policy
-        ) as conn:
+        async with connected(permission_policy=slow_policy) as (conn, fake):
             result = await conn.query("[[tool-cancel]]")
     assert started.is_set()
     assert not finished
     assert result.result == "CANCEL_SENT"
-    assert answers_to(tmp_path) == []
+    assert answers_to(fake) == []
 
 
-async def test_hook_callbacks_are_registered_in_initialize_and_answered(tmp_path: Path) -> None:
+async def test_hook_callbacks_are_registered_in_initialize_and_answered() -> None:
     """Issue 7 / hook_callback: hooks go into initialize with callback ids; each
     hook_callback is answered by its callback."""
     inputs: list[dict[str, Any]] = []
@@ -480,11 +460,9 @@ async def test_hook_callbacks_are_registered_in_initialize_and_answered(tmp_path
 
     hooks = [ClaudeHook("PreToolUse", hook, matcher="Bash")]
     with anyio.fail_after(10):
-        async with connect_claude(
-            fake_cli(tmp_path), OPTIONS, env=fake_env(tmp_path), hooks=hooks
-        ) as conn:
+        async with connected(hooks=hooks) as (conn, fake):
             result = await conn.query("[[hook]]")
-    init = control_requests(tmp_path, "initialize")[0]["request"]
+    init = sent(fake, "control_request", "initialize")[0]["request"]
     assert init["hooks"] == {"PreToolUse": [{"matcher": "Bash", "hookCallbackIds": ["hook_0"]}]}
     assert inputs == [{"hook_event_name": "PreToolUse", "tool_name": "Bash"}]
     assert result.result is not None
@@ -493,12 +471,10 @@ async def test_hook_callbacks_are_registered_in_initialize_and_answered(tmp_path
     assert answer["response"] == {"continue": True}
 
 
-async def test_an_unknown_control_request_from_the_cli_gets_an_error_answer(
-    tmp_path: Path,
-) -> None:
+async def test_an_unknown_control_request_from_the_cli_gets_an_error_answer() -> None:
     """Issue 7 / control protocol: every CLI control request is answered (unknown -> error)."""
     with anyio.fail_after(10):
-        async with connect_claude(fake_cli(tmp_path), OPTIONS, env=fake_env(tmp_path)) as conn:
+        async with connected() as (conn, _):
             result = await conn.query("[[control:mcp_message]]")
     assert result.result is not None
     answer = json.loads(result.result)
@@ -506,11 +482,11 @@ async def test_an_unknown_control_request_from_the_cli_gets_an_error_answer(
     assert "mcp_message" in answer["error"]
 
 
-async def test_only_json_objects_are_written_to_stdin(tmp_path: Path) -> None:
+async def test_only_json_objects_are_written_to_stdin() -> None:
     """Issue 7 / stdin: a non-JSON line kills the CLI, so nothing else is ever written: a
     NaN is refused before sending, and the CLI lives on."""
     with anyio.fail_after(10):
-        async with connect_claude(fake_cli(tmp_path), OPTIONS, env=fake_env(tmp_path)) as conn:
+        async with connected() as (conn, _):
             with pytest.raises(ValueError, match="JSON compliant"):
                 await conn.control("set_max_thinking_tokens", value=float("nan"))
             assert (await conn.query("still alive")).result == "FAKE-REPLY: pong"

@@ -19,16 +19,12 @@ import pytest
 
 from subagents.protocol import JsonValue, acp
 from subagents.transports.acp_client import connect_agent
-from subagents.transports.claude_code import (
-    AllowTool,
-    DenyTool,
-    ToolPermissionRequest,
-    connect_claude,
-)
+from subagents.transports.claude_code import AllowTool, DenyTool, ToolPermissionRequest
 from subagents.transports.codex_app_server import ApprovalRequest, Decision, connect_codex
 
 from .test_acp_client import SESSION, FakeAgent, connected
-from .test_claude_code import OPTIONS, answers_to, fake_cli, fake_env
+from .test_claude_code import answers_to
+from .test_claude_code import connected as claude_connected
 from .test_codex_app_server import fake, received
 
 pytestmark = pytest.mark.anyio
@@ -148,7 +144,7 @@ async def test_codex_a_policy_that_raises_declines_and_the_thread_goes_on(
 
 
 async def test_claude_a_policy_that_raises_denies_and_the_connection_goes_on(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Issue 19 (Claude Code): a permission policy that raises is a deny, the same for every
     transport: can_use_tool is answered ``deny``, the query ends with the CLI's result, the
@@ -158,14 +154,12 @@ async def test_claude_a_policy_that_raises_denies_and_the_connection_goes_on(
         raise PolicyBug("policy bug")
 
     with anyio.fail_after(10):
-        async with connect_claude(
-            fake_cli(tmp_path), OPTIONS, env=fake_env(tmp_path), permission_policy=broken_policy
-        ) as conn:
+        async with claude_connected(permission_policy=broken_policy) as (conn, fake_cli):
             result = await conn.query("[[tool]]")
             after = await conn.query("hello")
     assert result.result == "TOOL_DENIED: permission policy failed"
     assert not after.is_error
-    (answer,) = answers_to(tmp_path)
+    (answer,) = answers_to(fake_cli)
     assert answer["subtype"] == "success"
     assert answer["response"]["behavior"] == "deny"
     record = the_policy_failure(caplog, "subagents.claude")

@@ -69,6 +69,7 @@ if TYPE_CHECKING:
     from .claude_code import build_claude_argv as build_claude_argv
     from .claude_code import build_claude_env as build_claude_env
     from .claude_code import connect_claude as connect_claude
+    from .claude_code import connect_claude_over as connect_claude_over
     from .claude_code import deny_tools_policy as deny_tools_policy
     from .codex_app_server import AgentMessageDelta as AgentMessageDelta
     from .codex_app_server import ApprovalPolicy as ApprovalPolicy
@@ -181,6 +182,7 @@ _WHERE: dict[str, str] = {
     "build_claude_argv": ".claude_code",
     "build_claude_env": ".claude_code",
     "connect_claude": ".claude_code",
+    "connect_claude_over": ".claude_code",
     "deny_tools_policy": ".claude_code",
 }
 
@@ -275,6 +277,7 @@ __all__ = (
     "connect_agent",
     "connect_agent_over",
     "connect_claude",
+    "connect_claude_over",
     "connect_codex",
     "decline_policy",
     "deny_tools_policy",

@@ -227,19 +227,20 @@ def test_parse_event_never_raises_whatever_the_field_values(kind: str, odd: Json
 
 
 def test_the_transport_names_are_the_protocol_models() -> None:
-    """Issue 18 point 1: the models moved to ``protocol.claude``; the transport still
-    exports the very same objects under the same names."""
+    """Issue 18 point 1: the models, options and control messages moved to
+    ``protocol.claude``; the transport still exports the very same objects under the same
+    names."""
     from subagents.transports import claude_code
 
-    for name in (
+    moved = [name for name in claude_code.__all__ if hasattr(claude, name)]
+    assert {
         "ClaudeAssistantMessage",
-        "ClaudeRawEvent",
+        "ClaudeOptions",
         "ClaudeResult",
-        "ClaudeStreamEvent",
-        "ClaudeSystemInit",
-        "ClaudeToolUse",
-        "ClaudeUserMessage",
+        "ClaudeControlError",
+        "ToolPermissionRequest",
+        "build_claude_argv",
         "DEFAULT_MAX_LINE_BYTES",
-        "parse_event",
-    ):
+    } <= set(moved)
+    for name in moved:
         assert getattr(claude_code, name) is getattr(claude, name)

@@ -16,6 +16,7 @@ from ..jsonrpc import JsonObject, JsonValue
 
 __all__ = (
     "DEFAULT_MAX_LINE_BYTES",
+    "ClaudeLineTooLongError",
     "SkippedLine",
     "decode_line",
     "is_result_head",
@@ -26,6 +27,18 @@ DEFAULT_MAX_LINE_BYTES: Final = 16 * 1024 * 1024
 
 _SHOWN_BYTES: Final = 200
 _RESULT_HEAD: Final = re.compile(rb'^\s*\{\s*"type"\s*:\s*"result"')
+
+
+class ClaudeLineTooLongError(Exception):
+    """A stdout line was longer than the limit; it was skipped (its content is lost)."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(
+            f"claude wrote a stdout line of {size} bytes, over the limit of {limit} bytes "
+            "(raise max_line_bytes); the line was skipped"
+        )
+        self.size = size
+        self.limit = limit
 
 
 @final

@@ -49,3 +49,11 @@ def test_the_model_adapters_do_not_import_the_providers() -> None:
     ``CancelSignal``; importing ``providers`` only for it tied harness and providers both
     ways."""
     assert _importers(("subagents.providers",), _modules(PACKAGE / "harness" / "llm")) == []
+
+
+def test_product_code_never_imports_the_testing_package() -> None:
+    """Issue 18 (clean edges): what the product needs at run time (the npm agents' locations,
+    the demo's fake model servers) lives in product modules; only ``subagents.testing``
+    itself imports ``subagents.testing``."""
+    product = (path for path in _modules() if "testing" not in path.relative_to(PACKAGE).parts)
+    assert _importers(("subagents.testing",), product) == []

@@ -303,7 +303,7 @@ def config_paths(cwd: Path | None = None) -> list[Path]:
 
 
 def _npm_bin(name: str) -> str | None:
-    from .testing.npm_agents import npm_file
+    from .npm_agents import npm_file
 
     found = npm_file(f".bin/{name}")
     return str(found) if found is not None else None
@@ -317,11 +317,11 @@ def builtin_agents() -> dict[str, AgentSpec]:
     """The built-in entries: the reference agent, Codex (app-server), Claude Code, the two ACP
     adapters from npm, and the in-process spawn and fork runtimes on the offline model.
     Commands are found on ``PATH``, else under the npm prefix
-    (:func:`~subagents.testing.npm_agents.npm_prefix`: ``subagents agents install`` or, in a
+    (:func:`~subagents.npm_agents.npm_prefix`: ``subagents agents install`` or, in a
     checkout, ``scripts/setup`` installs them there)."""
     codex = _which("codex", None)
     if shutil.which("codex") is None:
-        from .testing.npm_agents import npm_file
+        from .npm_agents import npm_file
 
         native = npm_file("@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex")
         codex = str(native) if native is not None else (_npm_bin("codex") or "codex")

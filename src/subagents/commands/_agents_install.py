@@ -1,8 +1,8 @@
 """``subagents agents install [NAME ...]``: the built-in npm agents, at their pinned versions.
 
 Runs ``npm install --prefix DIR --save-exact PACKAGE@VERSION ...`` (the versions of the pin
-list ``scripts/setup`` installs, :func:`~subagents.testing.npm_agents.pinned_versions`) into
-:func:`~subagents.testing.npm_agents.npm_prefix`, where the built-ins look for them, bounded
+list ``scripts/setup`` installs, :func:`~subagents.npm_agents.pinned_versions`) into
+:func:`~subagents.npm_agents.npm_prefix`, where the built-ins look for them, bounded
 by ``--timeout`` (npm and its children are killed then). npm's output goes to stderr; stdout
 gets one ``installed NAME ...`` line per agent.
 """
@@ -59,7 +59,7 @@ def add_parser(actions: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..testing.npm_agents import (
+    from ..npm_agents import (
         BUILTIN_NPM_AGENTS,
         PinListError,
         npm_file,

@@ -369,7 +369,7 @@ async def _probe_agent(
         if not spec.command:
             return ProbeResult(spec.name, spec.provider, "failed", "no command")
         if find_command(spec) is None:
-            from ..testing.npm_agents import install_hint
+            from ..npm_agents import install_hint
 
             return ProbeResult(
                 spec.name,

@@ -82,14 +82,14 @@ async def _providers(root: Path) -> AsyncGenerator[dict[str, Entry], None]:
     """Every provider of the demo, open, by row name."""
     import sys
 
+    from ..fake_model_servers import anthropic_messages, openai_responses
+    from ..fake_model_servers._http import serve
     from ..harness.llm.offline import OfflineModel
     from ..harness.runtime import AgentRuntime
+    from ..npm_agents import install_hint
     from ..providers.acp import AcpProvider
     from ..providers.fork import ForkProvider
     from ..providers.spawn import SpawnProvider
-    from ..testing.fake_models import anthropic_messages, openai_responses
-    from ..testing.fake_models._http import serve
-    from ..testing.npm_agents import install_hint
 
     work = root / "work"
     work.mkdir()

@@ -393,7 +393,7 @@ def _start_hint(spec: AgentSpec, exc: BaseException) -> str | None:
         if isinstance(cause, FileNotFoundError) or (
             isinstance(cause, OSError) and "No such file" in str(cause)
         ):
-            from ..testing.npm_agents import install_hint
+            from ..npm_agents import install_hint
 
             hint = install_hint(spec.name if spec.source == "built-in" else "")
             return f"{spec.command[0] if spec.command else spec.name!r} is not installed: {hint}"

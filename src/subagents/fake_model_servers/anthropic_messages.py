@@ -2,7 +2,7 @@
 
 The real ACP agent ``@agentclientprotocol/claude-agent-acp`` (pinned in
 ``requirements/npm``, installed by ``scripts/setup`` under
-:func:`~subagents.testing.npm_agents.npm_prefix`) is a Node program that starts the Claude Code
+:func:`~subagents.npm_agents.npm_prefix`) is a Node program that starts the Claude Code
 CLI, which talks to the Messages API. Pointed at this fake, the whole stack runs with no key
 and no network::
 
@@ -77,14 +77,14 @@ from pathlib import Path
 from typing import Any, Final, Literal, cast
 from urllib.parse import urlsplit
 
-from subagents.testing.fake_models._http import (
+from ..npm_agents import npm_file
+from ._http import (
     FakeHandler,
     FakeServer,
     RecordedRequest,
     counting_deltas,
     text_chunks,
 )
-from subagents.testing.npm_agents import npm_file
 
 __all__ = (
     "BIG_REPLY_SIZE",

@@ -10,7 +10,7 @@ What it answers (every request is recorded in :attr:`FakeServer.requests`):
   ``data: [DONE]`` when the body says ``"stream": true`` (a last chunk with the ``usage``
   when ``stream_options.include_usage`` is set), else one ``chat.completion`` object. The
   reply follows the rules of the fake Messages API
-  (:mod:`~subagents.testing.fake_models.anthropic_messages`), on the same constants:
+  (:mod:`~subagents.fake_model_servers.anthropic_messages`), on the same constants:
 
   - a request whose messages after the last ``user`` message include a ``tool`` message:
     :data:`TOOL_RESULT_PREFIX` + that (last) result's content, ``finish_reason: "stop"``;

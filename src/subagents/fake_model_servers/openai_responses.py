@@ -63,9 +63,9 @@ real home is read) and ``PATH``. No ``authenticate`` call is needed with this pr
 which does not pass signals on); it does not exit when stdin closes, so it must be stopped
 through its process group, which :func:`~subagents.transports.connect_agent` does.
 :func:`codex_command` is the argv of the native ``codex app-server`` from ``@openai/codex``
-(JSON lines on stdio; it exits when stdin closes); in a test, :func:`require_codex_command`
-gives it or stops the test (skipped only when ``npm`` is unavailable, else failed: see
-:func:`~subagents.testing.npm_agents.missing_npm_agent`).
+(JSON lines on stdio; it exits when stdin closes); in a test,
+:func:`subagents.testing.fake_models.openai_responses.require_codex_command` gives it or stops
+the test.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ from collections.abc import Generator, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Final, cast
 
-from ..npm_agents import missing_npm_agent, npm_file
+from ..npm_agents import npm_file
 from ._http import FakeHandler, FakeServer, serve
 
 __all__ = (
@@ -110,12 +110,12 @@ __all__ = (
     "SLOW_LIMIT",
     "SLOW_WORD",
     "FakeServer",
+    "ResponseEvents",
     "ResponsesHandler",
     "codex_acp_command",
     "codex_command",
     "codex_home",
     "last_user_text",
-    "require_codex_command",
     "serve",
     "tool_outputs_after_last_user_message",
 )
@@ -296,7 +296,7 @@ class ResponsesHandler(FakeHandler):
             self.fake.state["responses"] = number
         text = last_user_text(body)
         model: Any = cast("dict[str, Any]", body).get("model") if isinstance(body, dict) else None
-        response = _Response(number, model if isinstance(model, str) else MODEL)
+        response = ResponseEvents(number, model if isinstance(model, str) else MODEL)
         if failure := _FAIL.search(text):
             status = int(failure.group(1) or FAIL_STATUS)
             error = {"message": FAIL_MESSAGE, "type": "server_error", "param": None, "code": None}
@@ -350,7 +350,7 @@ OutputItem = Generator[Event, None, dict[str, Any]]
 """The events of one output item; returns the finished item (for ``response.completed``)."""
 
 
-class _Response:
+class ResponseEvents:
     """The server-sent events of one streamed response (number ``number`` of the server)."""
 
     def __init__(self, number: int, model: str) -> None:
@@ -497,7 +497,7 @@ def codex_home(
     home = directory / "home"
     home.mkdir(parents=True, exist_ok=True)
     config = f"""\
-# Written by subagents.testing.fake_models.openai_responses: Codex on a fake, offline.
+# Written by subagents.fake_model_servers.openai_responses: Codex on a fake, offline.
 model = {_toml_string(MODEL)}
 model_provider = "fake"
 approval_policy = {_toml_string(approval_policy)}
@@ -541,12 +541,3 @@ def codex_command() -> list[str] | None:
     or ``None`` if not installed."""
     binary = npm_file("@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex")
     return None if binary is None else [str(binary), "app-server", "--listen", "stdio://"]
-
-
-def require_codex_command() -> list[str]:
-    """:func:`codex_command` for a pytest test: when codex is not installed the test is
-    skipped if ``npm`` is unavailable and fails otherwise (:func:`missing_npm_agent`)."""
-    command = codex_command()
-    if command is None:
-        missing_npm_agent("@openai/codex")
-    return command

@@ -1,5 +1,6 @@
 """The ``subagents`` command: ``demo``, ``run``, ``agents``, ``conformance`` and ``serve``
-(each in its own module, imported when the command line is parsed)."""
+(each in its own module of :mod:`subagents.commands`, imported when the command line is
+parsed)."""
 
 from __future__ import annotations
 
@@ -21,25 +22,25 @@ def main(argv: list[str] | None = None) -> int:
         "--debug", action="store_true", help="show tracebacks of errors (one line otherwise)"
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    from .agents import serve_cli
     from .commands import agents as agents_command
+    from .commands import conformance as conformance_command
     from .commands import demo as demo_command
     from .commands import run as run_command
-    from .conformance import cli as conformance_cli
+    from .commands import serve as serve_command
 
     demo_command.add_parser(commands)
     run_command.add_parser(commands)
     agents_command.add_parser(commands)
-    conformance_cli.add_parser(commands)
-    serve_cli.add_parser(commands)
+    conformance_command.add_parser(commands)
+    serve_command.add_parser(commands)
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if args.command == "conformance":
         try:
-            return conformance_cli.run(args)
+            return conformance_command.run(args)
         except KeyboardInterrupt:
             return 130
     if args.command == "serve":
-        return serve_cli.run(args)
+        return serve_command.run(args)
     if args.command == "run":
         return run_command.run(args)
     if args.command == "agents":

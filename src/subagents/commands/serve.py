@@ -124,7 +124,7 @@ def make_runtime(args: argparse.Namespace) -> AgentRuntime:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until stdin ends; 2 on bad options (one line on stderr saying why)."""
-    from .runtime_agent import serve_runtime
+    from ..agents.runtime_agent import serve_runtime
 
     try:
         runtime = make_runtime(args)

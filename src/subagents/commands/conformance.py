@@ -13,7 +13,7 @@ import shlex
 import signal
 import sys
 from pathlib import Path
-from typing import TextIO, cast
+from typing import Any, TextIO, cast
 
 import anyio
 
@@ -32,8 +32,9 @@ exit status:
 """
 
 
-def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:  # pyright: ignore[reportPrivateUsage]
-    parser = commands.add_parser(
+def add_parser(commands: Any) -> argparse.ArgumentParser:
+    """Add ``conformance`` to the ``subagents`` command's subparsers."""
+    parser: argparse.ArgumentParser = commands.add_parser(
         "conformance",
         help="run the ACP conformance suite against an agent command",
         description=(
@@ -154,13 +155,20 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="show details of passes too")
     parser.add_argument("agent", nargs=argparse.REMAINDER, help="-- then the agent command")
+    return parser
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    from .framework import Options
-    from .report import load_baseline, render_terminal, to_json, to_junit, write_baseline
-    from .requirements import REQUIREMENTS
-    from .runner import RequirementResult, SuiteReport, run_suite
+    from ..conformance.framework import Options
+    from ..conformance.report import (
+        load_baseline,
+        render_terminal,
+        to_json,
+        to_junit,
+        write_baseline,
+    )
+    from ..conformance.requirements import REQUIREMENTS
+    from ..conformance.runner import RequirementResult, SuiteReport, run_suite
 
     out = out or cast(TextIO, sys.stdout)
     err = err or cast(TextIO, sys.stderr)

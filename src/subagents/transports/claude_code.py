@@ -72,14 +72,9 @@ from ..protocol.claude import (
     user_message,
 )
 from ..protocol.jsonrpc import JsonObject, JsonValue
+from ._child_connection import ChildDialect, open_child_connection
 from ._claude_wire import ClaudeConnectionError, ClaudeWire, TurnState
-from .process import (
-    BASE_ENV_VARS,
-    AgentProcess,
-    exit_reason_for,
-    exited_while_open,
-    open_agent_process,
-)
+from .process import BASE_ENV_VARS, AgentProcess, open_agent_process
 
 __all__ = (
     "DEFAULT_MAX_LINE_BYTES",
@@ -118,9 +113,6 @@ INTERRUPT_SETTLE_TIMEOUT: float = 10.0
 """Seconds to wait for a turn's result after interrupting it, when its block is left early."""
 CANCELLED_EXIT_TIMEOUT: float = 1.0
 """The bound on that wait when the block is left by cancellation."""
-EXIT_REASON_TIMEOUT: float = 2.0
-"""Seconds to wait for the reason the stream ended (the exit status) before failing with a
-plainer one."""
 
 _TRUTHY: Final = frozenset({"1", "yes", "true", "on", "y"})
 _BYPASS_MODES: Final = frozenset({"bypassPermissions"})
@@ -334,6 +326,14 @@ class ClaudeConnection:
 # ---------------------------------------------------------------- connect
 
 
+_CLAUDE: Final = ChildDialect(
+    kind="claude",
+    startup_error=ClaudeStartupError,
+    closed=(ClaudeConnectionError,),
+    refused=(ClaudeControlError,),
+)
+
+
 @asynccontextmanager
 async def connect_claude_over(
     receive_stream: anyio.abc.ByteReceiveStream,
@@ -351,78 +351,51 @@ async def connect_claude_over(
     yield the connection, and on exit interrupt a running turn and close ``send_stream``.
 
     ``permission_policy`` answers ``can_use_tool`` (default: deny); ``hooks`` are registered
-    in ``initialize``. When the stream ends, ``eof_reason()`` (awaited for at most
-    :data:`EXIT_REASON_TIMEOUT` seconds) names why; with ``process``, its exit ends the
-    connection too, even while a grandchild holds the stream open. Raises
-    :class:`ClaudeStartupError` when ``initialize`` is not answered (the stream ends, the CLI
-    refuses, or ``initialize_timeout`` passes).
+    in ``initialize``. When the stream ends, ``eof_reason()`` names why (by default, with
+    ``process``, its exit status and stderr tail); with ``process``, its exit ends the
+    connection too, even while a grandchild holds the stream open (the child-connection
+    base's tail). Raises :class:`ClaudeStartupError` when ``initialize`` is not answered (the
+    stream ends, the CLI refuses, or ``initialize_timeout`` passes).
     """
     if max_line_bytes < 1:
         raise ValueError("max_line_bytes must be positive")
     callbacks, hook_config = hook_registrations(hooks)
-    raised: BaseException | None = None
-    async with anyio.create_task_group() as tg:
-        policy = permission_policy or deny_tools_policy
-        wire = ClaudeWire(send_stream, tg, policy, callbacks, max_line_bytes, name)
-        tg.start_soon(_read_until_lost, wire, receive_stream, eof_reason, process)
-        try:
-            init = await _initialize(wire, hook_config, initialize_timeout, process)
-            yield ClaudeConnection(wire, init, process)
-        except BaseException as exc:
-            raised = exc
-        finally:
-            with anyio.CancelScope(shield=True):
-                if wire.turn_running and wire.lost is None:
-                    with anyio.move_on_after(CANCELLED_EXIT_TIMEOUT), suppress(Exception):
-                        await wire.control("interrupt", CONTROL_TIMEOUT, {})
-                await wire.close_stdin()
-            tg.cancel_scope.cancel()
-    if raised is not None:  # re-raised as itself, not wrapped in an ExceptionGroup
-        raise raised
+    policy = permission_policy or deny_tools_policy
+
+    @asynccontextmanager
+    async def open_wire(
+        tg: anyio.abc.TaskGroup, exit_reason: Callable[[], Awaitable[str]] | None
+    ) -> AsyncGenerator[ClaudeWire, None]:
+        yield ClaudeWire(send_stream, tg, policy, callbacks, max_line_bytes, name)
+
+    async def initialize(wire: ClaudeWire) -> JsonObject:
+        return await wire.control("initialize", initialize_timeout, {"hooks": hook_config})
+
+    async with open_child_connection(
+        _CLAUDE,
+        open_wire,
+        initialize,
+        lost=_lose,
+        name=name,
+        process=process,
+        exit_reason=eof_reason,
+        startup_timeout=initialize_timeout,
+        ended=lambda wire: wire.read(receive_stream),
+        close=_close,
+    ) as child:
+        yield ClaudeConnection(child.link, child.hello, process)
 
 
-async def _read_until_lost(
-    wire: ClaudeWire,
-    stdout: anyio.abc.ByteReceiveStream,
-    eof_reason: Callable[[], Awaitable[str]] | None,
-    process: AgentProcess | None,
-) -> None:
-    """Read until the stream ends (or the process exits and the stream stays open), then
-    fail what waits with the reason."""
-    async with anyio.create_task_group() as inner:
-
-        async def on_eof() -> None:
-            await wire.read(stdout)
-            inner.cancel_scope.cancel()
-
-        async def on_exit(process: AgentProcess) -> None:
-            await exited_while_open(process, lambda: wire)
-            inner.cancel_scope.cancel()
-
-        inner.start_soon(on_eof)
-        if process is not None:
-            inner.start_soon(on_exit, process)
-    reason = f"claude {wire.label!r} closed its stdout"
-    if eof_reason is not None:
-        with anyio.move_on_after(EXIT_REASON_TIMEOUT):
-            reason = await eof_reason()
+def _lose(wire: ClaudeWire, reason: str) -> None:
     wire.lose(reason)
 
 
-async def _initialize(
-    wire: ClaudeWire, hooks: JsonObject | None, timeout: float, process: AgentProcess | None
-) -> JsonObject:
-    try:
-        return await wire.control("initialize", timeout, {"hooks": hooks})
-    except TimeoutError as exc:
-        tail = "" if process is None else f"; stderr tail: {process.stderr_tail()[-2000:]!r}"
-        raise ClaudeStartupError(
-            f"claude {wire.label!r} did not answer initialize within {timeout} s{tail}"
-        ) from exc
-    except ClaudeConnectionError as exc:
-        raise ClaudeStartupError(f"claude exited before answering initialize: {exc}") from exc
-    except ClaudeControlError as exc:
-        raise ClaudeStartupError(f"claude refused initialize: {exc}") from exc
+async def _close(wire: ClaudeWire) -> None:
+    """Interrupt a running turn (bounded), then close stdin."""
+    if wire.turn_running and wire.lost is None:
+        with anyio.move_on_after(CANCELLED_EXIT_TIMEOUT), suppress(Exception):
+            await wire.control("interrupt", CONTROL_TIMEOUT, {})
+    await wire.close_stdin()
 
 
 @asynccontextmanager
@@ -473,7 +446,6 @@ async def connect_claude(
             hooks=hooks,
             max_line_bytes=max_line_bytes,
             initialize_timeout=startup_timeout,
-            eof_reason=exit_reason_for(process, f"claude {label!r}"),
             process=process,
             name=label,
         ) as connection,

@@ -25,6 +25,7 @@ PUBLIC_MODULES = [
     "subagents.harness",
     "subagents.providers",
     "subagents.providers.acp",
+    "subagents.providers.probe",
     "subagents.providers.scripted",
     "subagents.testing",
 ]

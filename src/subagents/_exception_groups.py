@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import cast
 
-__all__ = ("leaf_exceptions",)
+__all__ = ("first_leaf", "leaf_exceptions")
 
 
 def leaf_exceptions(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
@@ -16,3 +16,11 @@ def leaf_exceptions(group: BaseExceptionGroup[BaseException]) -> list[BaseExcept
         else:
             leaves.append(exc)
     return leaves
+
+
+def first_leaf(exc: BaseException) -> BaseException:
+    """``exc`` itself, or for an exception group the first exception inside it (nested groups
+    looked through): what one line about a failure names."""
+    while isinstance(exc, BaseExceptionGroup):
+        exc = cast(BaseExceptionGroup[BaseException], exc).exceptions[0]
+    return exc

@@ -1,5 +1,5 @@
 """Issue 19 / point 2: how ``agents --probe`` finds the model API an agent would call and
-tells ``no network`` from ``ok`` (:mod:`subagents.commands._model_api`), without an agent.
+tells ``no network`` from ``ok`` (:mod:`subagents.providers._model_api`), without an agent.
 
 The servers are the project's fake model servers on 127.0.0.1; "no network" is a loopback
 port nobody listens on. Nothing here reaches the internet: a URL on another host is only
@@ -17,7 +17,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from subagents.commands._model_api import (
+from subagents.config import AgentSpec
+from subagents.providers._model_api import (
     ANTHROPIC_API,
     CHATGPT_BACKEND,
     OPENAI_API,
@@ -28,7 +29,6 @@ from subagents.commands._model_api import (
     model_api_cause,
     unreachable,
 )
-from subagents.config import AgentSpec
 from subagents.testing.fake_models._http import FakeServer, serve
 from subagents.testing.fake_models.openai_responses import ResponsesHandler
 from tests._ports import closed_port

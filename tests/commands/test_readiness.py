@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from subagents.commands._readiness import claude_login_absent
 from subagents.config import AgentSpec
+from subagents.providers._readiness import claude_login_absent
 
 AGENT = AgentSpec("claude-agent-acp", "acp", ("claude-agent-acp",))
 

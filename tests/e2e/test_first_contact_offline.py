@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from subagents.commands._agents_probe import find_command
 from subagents.config import builtin_agents
+from subagents.providers.probe import find_command
 
 BOUND = 60.0
 """The subprocess's own bound: a run of the built-ins here ends in 1-10 s."""

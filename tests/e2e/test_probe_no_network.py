@@ -19,8 +19,8 @@ import anyio
 import pytest
 
 from subagents.cli import main
-from subagents.commands._agents_probe import ProbeResult, find_command, probe_all
 from subagents.config import AgentSpec, builtin_agents
+from subagents.providers.probe import ProbeResult, find_command, probe_all
 from subagents.testing.fake_models._http import FakeServer, serve
 from subagents.testing.fake_models.anthropic_messages import (
     DEFAULT_REPLY,

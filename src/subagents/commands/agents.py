@@ -46,7 +46,7 @@ from ._common import (
 
 if TYPE_CHECKING:
     from ..config import AgentSpec
-    from ._agents_probe import ProbeResult
+    from ..providers.probe import ProbeResult
 
 __all__ = ("add_parser", "run")
 
@@ -233,7 +233,7 @@ def _list(agents: dict[str, AgentSpec], *, as_json: bool, out: TextIO) -> None:
 def _probe(args: argparse.Namespace, agents: dict[str, AgentSpec]) -> int:
     import anyio
 
-    from ._agents_probe import NOT_READY, probe_all
+    from ..providers.probe import NOT_READY, probe_all
 
     names: list[str] = list(args.probe)
     unknown = [name for name in names if name not in agents]

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any, Final, TextIO, cast, final
 import anyio
 
 from ..config import AgentSpec, ConfigError, Permission, load_agents
+from ..providers._readiness import NotReady, agent_home, classify, offline_notice
 from ..providers.contract import (
     CancelSignal,
     OtherProgress,
@@ -67,7 +68,6 @@ from ._common import (
     error_line,
     unknown_agents,
 )
-from ._readiness import NotReady, agent_home, classify, offline_notice
 from ._run_console import Console, format_seconds
 from ._run_permissions import Permissions
 
@@ -371,7 +371,7 @@ async def _not_ready(spec: AgentSpec) -> NotReady | None:
     without network ends on Codex's own "waiting for network" notice instead."""
     if spec.provider != "codex":
         return None
-    from ._agents_probe import probe_agent
+    from ..providers.probe import probe_agent
 
     result = await probe_agent(spec, min(spec.startup_timeout, 30.0), network=False)
     return result.not_ready

@@ -1,5 +1,5 @@
-"""Where an agent's model API is, and whether it answers from here: how ``agents --probe``
-tells ``no network`` from ``ok`` without spending a token.
+"""Where an agent's model API is, and whether it answers from here: how the probe
+(:mod:`subagents.providers.probe`) tells ``no network`` from ``ok`` without spending a token.
 
 The model API is the one the agent itself would use (:class:`ModelApi`):
 

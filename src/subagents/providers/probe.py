@@ -1,18 +1,23 @@
-"""``subagents agents --probe``: start each agent, initialize it, shut it down, and report.
+"""Probing an agent: start it, initialize it, shut it down, and say whether it can take a prompt.
 
-Each probe is bounded (``timeout`` seconds, start to shutdown) and classified like the
-official ACP registry's protocol matrix: ``ok``; ``not installed`` (the command is not found:
-checked before anything is spawned); ``needs credentials``, ``not logged in`` or ``no network``
-(the agent runs but cannot take a prompt; the reason says what it said, ``hint`` what to do),
-found with each protocol's own query: Codex's ``account/read``, the ``account`` of Claude
-Code's initialize answer, and for ACP agents a ``session/new`` in a temporary directory
-(``-32000``, auth required); ``failed`` (with a one-line reason). A Codex or Claude agent that
-has credentials is then asked nothing more: its model API (the URL it would call, from
-Codex's own ``modelProvider/list`` or the agent's configuration) gets one bounded ``HEAD``
-with no credentials, through the agent's proxy, and ``no network`` when nothing answers
+A capability of the providers' kinds, read by ``subagents agents --probe`` (which only prints
+the answer) and by ``subagents run`` (Codex's account, before a turn). Each probe is bounded
+(``timeout`` seconds, start to shutdown) and classified like the official ACP registry's
+protocol matrix: ``ok``; ``not installed`` (the command is not found: checked before anything
+is spawned); ``needs credentials``, ``not logged in`` or ``no network`` (the agent runs but
+cannot take a prompt; the reason says what it said, ``hint`` what to do), found with each
+protocol's own query: Codex's ``account/read``, the ``account`` of Claude Code's initialize
+answer, and for ACP agents a ``session/new`` in a temporary directory (``-32000``, auth
+required); ``failed`` (with a one-line reason). A Codex or Claude agent that has credentials
+is then asked nothing more: its model API (the URL it would call, from Codex's own
+``modelProvider/list`` or the agent's configuration) gets one bounded ``HEAD`` with no
+credentials, through the agent's proxy, and ``no network`` when nothing answers
 (:mod:`._model_api`): no model is called, no token spent. Codex and Claude agents run with
 their state in the user's own ``~/.codex`` or ``~/.claude`` when it exists, else in a private
 temporary directory: a probe creates nothing in the home directory.
+
+The out-of-process kinds (``acp``, ``codex``, ``claude-code``) each have their probe in
+:data:`CHILD_PROBES`; in-process kinds and plugins are built, entered and left.
 """
 
 from __future__ import annotations
@@ -21,13 +26,14 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias, cast, final
 
 import anyio
 
+from .._exception_groups import first_leaf
 from ._model_api import ModelApi, codex_api, configured_api, model_api_cause
 from ._readiness import (
     Cause,
@@ -46,9 +52,14 @@ if TYPE_CHECKING:
 
 __all__ = (
     "AUTH_REQUIRED_CODE",
+    "CHILD_PROBES",
     "NOT_READY",
+    "ChildProbe",
     "ProbeResult",
     "ProbeStatus",
+    "acp_capabilities",
+    "find_command",
+    "one_line",
     "probe_agent",
     "probe_all",
 )
@@ -120,11 +131,8 @@ def one_line(text: str) -> str:
 
 
 def _reason(exc: BaseException) -> str:
-    if isinstance(exc, BaseExceptionGroup):
-        group = cast("BaseExceptionGroup[BaseException]", exc)
-        return _reason(group.exceptions[0])
-    text = str(exc) or type(exc).__name__
-    return one_line(text)
+    leaf = first_leaf(exc)
+    return one_line(str(leaf) or type(leaf).__name__)
 
 
 def find_command(spec: AgentSpec) -> str | None:
@@ -180,7 +188,18 @@ def acp_capabilities(caps: acp.AgentCapabilities) -> tuple[str, ...]:
     return tuple(found)
 
 
-async def _probe_acp(spec: AgentSpec, timeout: float) -> ProbeResult:
+async def _probe_acp(
+    spec: AgentSpec, timeout: float, login: NotReady | None
+) -> tuple[ProbeResult, ModelApi | None]:
+    """The probe (``login``: what the entry as configured says of a Claude login, for an
+    agent that has no account query), and the model API it would use when it is ready."""
+    found = await _acp_connection(spec, timeout)
+    if found.status == "ok":
+        found = found.with_cause(login)
+    return found, configured_api(spec) if found.status == "ok" else None
+
+
+async def _acp_connection(spec: AgentSpec, timeout: float) -> ProbeResult:
     from ..transports.acp_client import connect_agent_over
     from ..transports.process import exit_reason_for, open_agent_process
 
@@ -248,7 +267,9 @@ async def _acp_session(spec: AgentSpec, agent: AgentConnection, started: float) 
     return found
 
 
-async def _probe_codex(spec: AgentSpec, timeout: float) -> tuple[ProbeResult, ModelApi | None]:
+async def _probe_codex(
+    spec: AgentSpec, timeout: float, login: NotReady | None
+) -> tuple[ProbeResult, ModelApi | None]:
     """The probe, and the model API Codex says it would use (None when it cannot say)."""
     from ..transports.codex_app_server import connect_codex
 
@@ -284,7 +305,9 @@ async def _probe_codex(spec: AgentSpec, timeout: float) -> tuple[ProbeResult, Mo
         return found, codex_api(spec, providers, account)
 
 
-async def _probe_claude(spec: AgentSpec, timeout: float) -> tuple[ProbeResult, ModelApi | None]:
+async def _probe_claude(
+    spec: AgentSpec, timeout: float, login: NotReady | None
+) -> tuple[ProbeResult, ModelApi | None]:
     """The probe, and the model API Claude Code would use (None for a cloud provider)."""
     from ..transports.claude_code import ClaudeOptions, connect_claude
 
@@ -325,11 +348,26 @@ async def _probe_claude(spec: AgentSpec, timeout: float) -> tuple[ProbeResult, M
         return found, configured_api(spec) if found.status == "ok" and first_party else None
 
 
+ChildProbe: TypeAlias = Callable[
+    ["AgentSpec", float, NotReady | None], Awaitable[tuple[ProbeResult, ModelApi | None]]
+]
+"""The probe of an out-of-process kind: ``(spec, timeout, login)`` to what it found and the
+model API the agent would use (None when it is not ready or cannot say)."""
+
+CHILD_PROBES: Final[Mapping[str, ChildProbe]] = {
+    "acp": _probe_acp,
+    "codex": _probe_codex,
+    "claude-code": _probe_claude,
+}
+"""The probe of each provider kind that runs its agent as a child process (its ``command``
+is looked up before anything is spawned)."""
+
+
 async def _probe_built(spec: AgentSpec) -> ProbeResult:
     """In-process runtimes and plugins: build the provider, enter and leave it."""
     from .. import __version__
-    from ..providers.contract import START_TIME_FEATURES
-    from ..providers.factory import build_provider, plugin_factories
+    from .contract import START_TIME_FEATURES
+    from .factory import build_provider, plugin_factories
 
     started = time.monotonic()
     provider = build_provider(spec)
@@ -357,7 +395,7 @@ async def _probe_built(spec: AgentSpec) -> ProbeResult:
 async def probe_agent(spec: AgentSpec, timeout: float, *, network: bool = True) -> ProbeResult:
     """Probe one agent, bounded by ``timeout`` seconds; never raises for the agent's faults.
     ``network``: check that a Codex or Claude agent with credentials reaches its model API."""
-    login = claude_login_absent(spec) if spec.provider == "acp" else None  # before agent_home
+    login = claude_login_absent(spec)  # the entry as configured: before agent_home
     with agent_home(spec) as homed:
         return await _probe_agent(homed, timeout, login=login, network=network)
 
@@ -365,7 +403,8 @@ async def probe_agent(spec: AgentSpec, timeout: float, *, network: bool = True) 
 async def _probe_agent(
     spec: AgentSpec, timeout: float, *, login: NotReady | None, network: bool
 ) -> ProbeResult:
-    if spec.provider in ("acp", "codex", "claude-code"):
+    child_probe = CHILD_PROBES.get(spec.provider)
+    if child_probe is not None:
         if not spec.command:
             return ProbeResult(spec.name, spec.provider, "failed", "no command")
         if find_command(spec) is None:
@@ -382,15 +421,8 @@ async def _probe_agent(
     try:
         with anyio.move_on_after(timeout):
             api: ModelApi | None = None
-            if spec.provider == "acp":
-                found = await _probe_acp(spec, timeout)
-                if found.status == "ok":
-                    found = found.with_cause(login)
-                api = configured_api(spec) if found.status == "ok" else None
-            elif spec.provider == "codex":
-                found, api = await _probe_codex(spec, timeout)
-            elif spec.provider == "claude-code":
-                found, api = await _probe_claude(spec, timeout)
+            if child_probe is not None:
+                found, api = await child_probe(spec, timeout, login)
             else:
                 found = await _probe_built(spec)
             if network and found.status == "ok":

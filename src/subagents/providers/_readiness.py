@@ -1,5 +1,5 @@
-"""Whether an agent can take a prompt, and where it keeps its state: shared by ``run`` and
-``agents --probe``.
+"""Whether an agent can take a prompt, and where it keeps its state: shared by the probe
+(:mod:`subagents.providers.probe`) and ``subagents run``.
 
 - :func:`agent_home`: the environment that gives a Codex or Claude agent its state
   directory. The user's own (``$CODEX_HOME`` or ``~/.codex``; ``$CLAUDE_CONFIG_DIR`` or
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Final, Literal, TypeAlias, cast, final
 
 if TYPE_CHECKING:
     from ..config import AgentSpec
-    from ..providers.contract import ProgressEvent
+    from .contract import ProgressEvent
 
 __all__ = (
     "Cause",
@@ -183,7 +183,7 @@ def _network_hint(spec: AgentSpec) -> str:
 def offline_notice(spec: AgentSpec, event: ProgressEvent) -> NotReady | None:
     """A progress event saying the agent has no network (Codex's retry notice ``Reconnecting...
     waiting for network``, an ``error`` notification with ``willRetry``)."""
-    from ..providers.contract import OtherProgress
+    from .contract import OtherProgress
 
     if not isinstance(event, OtherProgress) or "waiting for network" not in event.text.lower():
         return None

@@ -36,6 +36,10 @@ ids start at 0 in their own id space). What a turn does depends on words in its 
 Options: ``--exit-before-initialize`` (print a config error on stderr, exit 1),
 ``--overload N`` (answer the first N requests ``-32001``), ``--record PATH`` (append every
 message received to PATH, one JSON object per line).
+
+In-process (tests over memory streams): ``Fake(overload, None, write)`` sends each line
+through ``write``; :meth:`Fake.feed` takes each line received; :attr:`Fake.received` lists
+every message received. ``crash`` then calls ``hang_up`` (when set) instead of exiting.
 """
 
 from __future__ import annotations
@@ -53,9 +57,14 @@ VERSION = "0.171.0"
 
 
 class Fake:
-    def __init__(self, overload: int, record: str | None) -> None:
+    def __init__(
+        self, overload: int, record: str | None, write: Callable[[str], object] | None = None
+    ) -> None:
         self.overload = overload
         self.record = record
+        self.write = write
+        self.hang_up: Callable[[], object] | None = None
+        self.received: list[dict[str, Json]] = []
         self.counter = 0
         self.server_request_id = 0
         self.threads: dict[str, list[dict[str, Json]]] = {}  # thread id -> turns
@@ -66,6 +75,9 @@ class Fake:
     # -- output
 
     def send(self, message: dict[str, Json]) -> None:
+        if self.write is not None:
+            self.write(json.dumps(message) + "\n")
+            return
         sys.stdout.write(json.dumps(message) + "\n")
         sys.stdout.flush()
 
@@ -130,7 +142,20 @@ class Fake:
 
     # -- requests
 
+    def feed(self, line: str | bytes) -> None:
+        """Take one line received."""
+        line = line.strip()
+        if not line:
+            return
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return  # like the real server: a non-JSON line is ignored
+        if isinstance(message, dict):
+            self.handle(message)
+
     def handle(self, message: dict[str, Json]) -> None:
+        self.received.append(message)
         if self.record:
             with open(self.record, "a", encoding="utf-8") as out:
                 out.write(json.dumps(message) + "\n")
@@ -271,6 +296,9 @@ class Fake:
         elif "crash" in text:
             self.start_message(where, "msg-crash")
             self.delta(where, "msg-crash", "About to crash")
+            if self.hang_up is not None:
+                self.hang_up()
+                return
             sys.stderr.write("fake codex: panicked at 'crash on purpose'\n")
             sys.stderr.flush()
             sys.exit(3)
@@ -469,15 +497,7 @@ def main() -> None:
         sys.exit(1)
     fake = Fake(args.overload, args.record)
     for line in sys.stdin:
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            message = json.loads(line)
-        except ValueError:
-            continue  # like the real server: a non-JSON line is ignored
-        if isinstance(message, dict):
-            fake.handle(message)
+        fake.feed(line)
 
 
 if __name__ == "__main__":

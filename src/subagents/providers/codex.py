@@ -61,19 +61,19 @@ from ..protocol import codex
 from ..protocol.jsonrpc import JsonValue
 from ..rpc import ConnectionClosedError, RPCError
 from ..transports.codex_app_server import (
-    AgentMessageDelta,
-    ApprovalPolicy,
+    CodexAgentMessageDelta,
+    CodexApprovalPolicy,
     CodexConnection,
     CodexError,
+    CodexItemCompleted,
+    CodexItemStarted,
+    CodexPlanDelta,
+    CodexPlanUpdated,
+    CodexReasoningDelta,
     CodexStartupError,
     CodexThread,
-    ItemCompleted,
-    ItemStarted,
-    PlanDelta,
-    PlanUpdated,
-    ReasoningDelta,
-    TokenUsage,
-    TurnError,
+    CodexTokenUsage,
+    CodexTurnError,
     connect_codex,
     decline_policy,
 )
@@ -120,7 +120,7 @@ _FAILURES: Final = (
 _INVALID_REQUEST_CODES: Final = frozenset({-32600, -32602})
 
 
-def _usage(usage: TokenUsage | None) -> dict[str, JsonValue] | None:
+def _usage(usage: CodexTokenUsage | None) -> dict[str, JsonValue] | None:
     if usage is None:
         return None
     data = cast("dict[str, JsonValue]", usage.total.model_dump(mode="json", by_alias=False))
@@ -136,7 +136,7 @@ _PLAN_STATUS: Final[Mapping[str, PlanEntryStatus]] = {
 }
 
 
-def _plan(event: PlanUpdated) -> PlanProgress:
+def _plan(event: CodexPlanUpdated) -> PlanProgress:
     """The whole plan (``inProgress`` steps are ``in_progress``; an unknown status is
     ``pending``) and its explanation."""
     entries = tuple(
@@ -172,7 +172,7 @@ def _tool_result(item: codex.CommandExecutionItem | codex.FileChangeItem) -> Too
     return ToolResultProgress(item.id, "failed", output or item.status)
 
 
-def _usage_progress(usage: TokenUsage) -> UsageProgress:
+def _usage_progress(usage: CodexTokenUsage) -> UsageProgress:
     """The thread's totals; the context used is the last request's total."""
     report = _usage(usage)
     if report is not None:
@@ -205,22 +205,22 @@ class CodexProgress:
         self._calls: set[str] = set()
 
     def map(self, event: object) -> list[ProgressEvent]:
-        if isinstance(event, AgentMessageDelta):
+        if isinstance(event, CodexAgentMessageDelta):
             return [TextProgress(event.delta, event.item_id)]
-        if isinstance(event, ReasoningDelta):
+        if isinstance(event, CodexReasoningDelta):
             self._reasoning_streamed.add(event.item_id)
             return [ThoughtProgress(event.delta, event.item_id)]
-        if isinstance(event, PlanUpdated):
+        if isinstance(event, CodexPlanUpdated):
             return [_plan(event)]
-        if isinstance(event, PlanDelta):
+        if isinstance(event, CodexPlanDelta):
             return [OtherProgress(event.delta, {"type": "plan_delta", "item_id": event.item_id})]
-        if isinstance(event, ItemStarted):
+        if isinstance(event, CodexItemStarted):
             return self._started(event.item)
-        if isinstance(event, ItemCompleted):
+        if isinstance(event, CodexItemCompleted):
             return self._completed(event.item)
-        if isinstance(event, TokenUsage):
+        if isinstance(event, CodexTokenUsage):
             return [_usage_progress(event)]
-        if isinstance(event, TurnError):
+        if isinstance(event, CodexTurnError):
             error: dict[str, JsonValue] = {
                 "will_retry": event.will_retry,
                 "codex_error_info": event.codex_error_info,
@@ -435,7 +435,7 @@ class CodexProvider(ChildProvider):
         model: str | None = None,
         sandbox: codex.SandboxMode | None = None,
         approval_mode: codex.ApprovalPolicyName | None = None,
-        approval_policy: ApprovalPolicy = decline_policy,
+        approval_policy: CodexApprovalPolicy = decline_policy,
         config: Mapping[str, JsonValue] | None = None,
         startup_timeout: float = 30.0,
         turn_deadline: float | None = None,

@@ -74,12 +74,25 @@ if TYPE_CHECKING:
     from .codex_app_server import AgentMessageDelta as AgentMessageDelta
     from .codex_app_server import ApprovalPolicy as ApprovalPolicy
     from .codex_app_server import ApprovalRequest as ApprovalRequest
+    from .codex_app_server import CodexAgentMessageDelta as CodexAgentMessageDelta
+    from .codex_app_server import CodexApprovalPolicy as CodexApprovalPolicy
+    from .codex_app_server import CodexApprovalRequest as CodexApprovalRequest
     from .codex_app_server import CodexConnection as CodexConnection
+    from .codex_app_server import CodexDecision as CodexDecision
     from .codex_app_server import CodexError as CodexError
     from .codex_app_server import CodexEvent as CodexEvent
+    from .codex_app_server import CodexItemCompleted as CodexItemCompleted
+    from .codex_app_server import CodexItemStarted as CodexItemStarted
+    from .codex_app_server import CodexOtherEvent as CodexOtherEvent
+    from .codex_app_server import CodexPlanDelta as CodexPlanDelta
+    from .codex_app_server import CodexPlanUpdated as CodexPlanUpdated
+    from .codex_app_server import CodexReasoningDelta as CodexReasoningDelta
     from .codex_app_server import CodexStartupError as CodexStartupError
     from .codex_app_server import CodexThread as CodexThread
+    from .codex_app_server import CodexTokenUsage as CodexTokenUsage
     from .codex_app_server import CodexTurn as CodexTurn
+    from .codex_app_server import CodexTurnError as CodexTurnError
+    from .codex_app_server import CodexTurnResult as CodexTurnResult
     from .codex_app_server import Decision as Decision
     from .codex_app_server import ItemCompleted as ItemCompleted
     from .codex_app_server import ItemStarted as ItemStarted
@@ -89,6 +102,7 @@ if TYPE_CHECKING:
     from .codex_app_server import TurnResult as TurnResult
     from .codex_app_server import accept_policy as accept_policy
     from .codex_app_server import connect_codex as connect_codex
+    from .codex_app_server import connect_codex_over as connect_codex_over
     from .codex_app_server import decline_policy as decline_policy
     from .process import BASE_ENV_VARS as BASE_ENV_VARS
     from .process import AgentProcess as AgentProcess
@@ -117,6 +131,20 @@ _WHERE: dict[str, str] = {
     "ClientExtension": ".acp_client",
     "ClientSandbox": ".acp_sandbox",
     "ClientSession": ".acp_client",
+    "CodexAgentMessageDelta": ".codex_app_server",
+    "CodexApprovalPolicy": ".codex_app_server",
+    "CodexApprovalRequest": ".codex_app_server",
+    "CodexDecision": ".codex_app_server",
+    "CodexItemCompleted": ".codex_app_server",
+    "CodexItemStarted": ".codex_app_server",
+    "CodexOtherEvent": ".codex_app_server",
+    "CodexPlanDelta": ".codex_app_server",
+    "CodexPlanUpdated": ".codex_app_server",
+    "CodexReasoningDelta": ".codex_app_server",
+    "CodexTokenUsage": ".codex_app_server",
+    "CodexTurnError": ".codex_app_server",
+    "CodexTurnResult": ".codex_app_server",
+    "connect_codex_over": ".codex_app_server",
     "CodexConnection": ".codex_app_server",
     "CodexError": ".codex_app_server",
     "CodexEvent": ".codex_app_server",
@@ -245,12 +273,25 @@ __all__ = (
     "ClientExtension",
     "ClientSandbox",
     "ClientSession",
+    "CodexAgentMessageDelta",
+    "CodexApprovalPolicy",
+    "CodexApprovalRequest",
     "CodexConnection",
+    "CodexDecision",
     "CodexError",
     "CodexEvent",
+    "CodexItemCompleted",
+    "CodexItemStarted",
+    "CodexOtherEvent",
+    "CodexPlanDelta",
+    "CodexPlanUpdated",
+    "CodexReasoningDelta",
     "CodexStartupError",
     "CodexThread",
+    "CodexTokenUsage",
     "CodexTurn",
+    "CodexTurnError",
+    "CodexTurnResult",
     "Decision",
     "DenyTool",
     "FdReceiveStream",
@@ -279,6 +320,7 @@ __all__ = (
     "connect_claude",
     "connect_claude_over",
     "connect_codex",
+    "connect_codex_over",
     "decline_policy",
     "deny_tools_policy",
     "negotiate_protocol_version",

@@ -13,8 +13,11 @@ names are aliases, unknown fields are kept::
     params = codex.to_wire(codex.TurnStartParams(thread_id=tid, input=[hello]))
 
 The wire dialect is JSON-RPC 2.0 without the ``"jsonrpc"`` member, one JSON object per line.
-Method names are in :mod:`subagents.protocol.codex.methods`. Sans-IO: no anyio; importing this
-package loads neither pydantic nor the models until a model is used.
+Method names are in :mod:`subagents.protocol.codex.methods`. A turn's notifications become
+typed events (``Codex``-prefixed: :class:`CodexAgentMessageDelta`, ...) and its
+:class:`CodexTurnResult` through :class:`CodexTurnProgress`, pure functions of the messages
+(``_events``). Sans-IO: no anyio; importing this package loads neither pydantic nor the
+models until a model is used.
 """
 
 from __future__ import annotations
@@ -24,6 +27,28 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from subagents.protocol.acp._base import JsonValue
+    from subagents.protocol.codex._events import (
+        DECISIONS,
+        CodexAgentMessageDelta,
+        CodexApprovalRequest,
+        CodexDecision,
+        CodexEvent,
+        CodexItemCompleted,
+        CodexItemStarted,
+        CodexOtherEvent,
+        CodexPlanDelta,
+        CodexPlanUpdated,
+        CodexReasoningDelta,
+        CodexTokenUsage,
+        CodexTurnError,
+        CodexTurnProgress,
+        CodexTurnResult,
+        CodexTurnStatus,
+        approval_request,
+        final_text,
+        thread_id_of,
+        turn_id_of,
+    )
     from subagents.protocol.codex._models import (
         AgentMessageDeltaNotification,
         AgentMessageItem,
@@ -89,13 +114,53 @@ if TYPE_CHECKING:
     )
 
 _BASE_EXPORTS = frozenset({"JsonValue"})
+_EVENT_EXPORTS = frozenset(
+    {
+        "DECISIONS",
+        "CodexAgentMessageDelta",
+        "CodexApprovalRequest",
+        "CodexDecision",
+        "CodexEvent",
+        "CodexItemCompleted",
+        "CodexItemStarted",
+        "CodexOtherEvent",
+        "CodexPlanDelta",
+        "CodexPlanUpdated",
+        "CodexReasoningDelta",
+        "CodexTokenUsage",
+        "CodexTurnError",
+        "CodexTurnProgress",
+        "CodexTurnResult",
+        "CodexTurnStatus",
+        "approval_request",
+        "final_text",
+        "thread_id_of",
+        "turn_id_of",
+    }
+)
 
 __all__ = (
+    "DECISIONS",
     "AgentMessageDeltaNotification",
     "AgentMessageItem",
     "ApprovalPolicyName",
     "ClientInfo",
+    "CodexAgentMessageDelta",
+    "CodexApprovalRequest",
+    "CodexDecision",
+    "CodexEvent",
+    "CodexItemCompleted",
+    "CodexItemStarted",
     "CodexModel",
+    "CodexOtherEvent",
+    "CodexPlanDelta",
+    "CodexPlanUpdated",
+    "CodexReasoningDelta",
+    "CodexTokenUsage",
+    "CodexTurnError",
+    "CodexTurnProgress",
+    "CodexTurnResult",
+    "CodexTurnStatus",
     "CommandExecutionItem",
     "CommandExecutionRequestApprovalParams",
     "CommandExecutionRequestApprovalResponse",
@@ -151,8 +216,12 @@ __all__ = (
     "UnknownItem",
     "UserInput",
     "UserMessageItem",
+    "approval_request",
+    "final_text",
     "from_wire",
+    "thread_id_of",
     "to_wire",
+    "turn_id_of",
 )
 
 
@@ -161,6 +230,8 @@ if not TYPE_CHECKING:
     def __getattr__(name: str) -> Any:
         if name in _BASE_EXPORTS:
             module = "subagents.protocol.acp._base"
+        elif name in _EVENT_EXPORTS:
+            module = f"{__name__}._events"
         elif name in __all__:
             module = f"{__name__}._models"
         else:

@@ -23,12 +23,13 @@ import pytest
 from subagents.transports import claude_code, open_pipe_pair
 from subagents.transports.claude_code import (
     DEFAULT_MAX_LINE_BYTES,
-    AllowTool,
+    ClaudeAllowTool,
     ClaudeAssistantMessage,
     ClaudeConfigError,
     ClaudeConnection,
     ClaudeConnectionError,
     ClaudeControlError,
+    ClaudeDenyTool,
     ClaudeEvent,
     ClaudeHook,
     ClaudeLineTooLongError,
@@ -38,10 +39,9 @@ from subagents.transports.claude_code import (
     ClaudeStartupError,
     ClaudeStreamEvent,
     ClaudeSystemInit,
+    ClaudeToolPermissionRequest,
     ClaudeToolUse,
     ClaudeUserMessage,
-    DenyTool,
-    ToolPermissionRequest,
     allow_tools_policy,
     build_claude_env,
     connect_claude,
@@ -401,11 +401,11 @@ async def test_without_a_policy_tools_are_denied() -> None:
 async def test_an_allowing_policy_runs_the_tool_with_its_updated_input() -> None:
     """Issue 7 / can_use_tool: the policy sees the request; allow + updatedInput answered,
     correlated by the CLI's request_id."""
-    seen: list[ToolPermissionRequest] = []
+    seen: list[ClaudeToolPermissionRequest] = []
 
-    async def policy(request: ToolPermissionRequest) -> AllowTool | DenyTool:
+    async def policy(request: ClaudeToolPermissionRequest) -> ClaudeAllowTool | ClaudeDenyTool:
         seen.append(request)
-        return AllowTool({"command": "echo changed"})
+        return ClaudeAllowTool({"command": "echo changed"})
 
     with anyio.fail_after(10):
         async with connected(permission_policy=policy) as (conn, fake):
@@ -420,7 +420,7 @@ async def test_an_allowing_policy_runs_the_tool_with_its_updated_input() -> None
 async def test_a_failing_policy_means_deny() -> None:
     """Issue 7 / can_use_tool: a policy error is answered as deny, never left unanswered."""
 
-    async def policy(request: ToolPermissionRequest) -> AllowTool | DenyTool:
+    async def policy(request: ClaudeToolPermissionRequest) -> ClaudeAllowTool | ClaudeDenyTool:
         raise RuntimeError("policy broke")
 
     with anyio.fail_after(10):
@@ -434,11 +434,11 @@ async def test_a_cancelled_control_request_is_never_answered() -> None:
     started = anyio.Event()
     finished: list[bool] = []
 
-    async def slow_policy(request: ToolPermissionRequest) -> AllowTool | DenyTool:
+    async def slow_policy(request: ClaudeToolPermissionRequest) -> ClaudeAllowTool | ClaudeDenyTool:
         started.set()
         await anyio.sleep_forever()
         finished.append(True)  # pragma: no cover
-        return AllowTool()  # pragma: no cover
+        return ClaudeAllowTool()  # pragma: no cover
 
     with anyio.fail_after(10):
         async with connected(permission_policy=slow_policy) as (conn, fake):
@@ -493,9 +493,14 @@ async def test_only_json_objects_are_written_to_stdin() -> None:
 
 
 def test_the_public_names_are_exported_lazily() -> None:
-    """Issue 7 / API: the transport's names are reachable from subagents.transports."""
+    """Issue 7 / API: the transport's names are reachable from subagents.transports; issue 18:
+    the unprefixed names of earlier releases are the Claude-prefixed objects (deprecated
+    aliases for one release)."""
     import subagents.transports as transports
 
     for name in claude_code.__all__:
         assert getattr(transports, name) is getattr(claude_code, name)
     assert allow_tools_policy is transports.allow_tools_policy
+    assert claude_code.AllowTool is ClaudeAllowTool
+    assert claude_code.DenyTool is ClaudeDenyTool
+    assert claude_code.ToolPermissionRequest is ClaudeToolPermissionRequest

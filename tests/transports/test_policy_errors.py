@@ -19,7 +19,11 @@ import pytest
 
 from subagents.protocol import JsonValue, acp
 from subagents.transports.acp_client import connect_agent
-from subagents.transports.claude_code import AllowTool, DenyTool, ToolPermissionRequest
+from subagents.transports.claude_code import (
+    ClaudeAllowTool,
+    ClaudeDenyTool,
+    ClaudeToolPermissionRequest,
+)
 from subagents.transports.codex_app_server import ApprovalRequest, Decision, connect_codex
 
 from .test_acp_client import SESSION, FakeAgent, connected
@@ -150,7 +154,9 @@ async def test_claude_a_policy_that_raises_denies_and_the_connection_goes_on(
     transport: can_use_tool is answered ``deny``, the query ends with the CLI's result, the
     next query runs, and the exception is logged naming the policy and the tool."""
 
-    async def broken_policy(request: ToolPermissionRequest) -> AllowTool | DenyTool:
+    async def broken_policy(
+        request: ClaudeToolPermissionRequest,
+    ) -> ClaudeAllowTool | ClaudeDenyTool:
         raise PolicyBug("policy bug")
 
     with anyio.fail_after(10):

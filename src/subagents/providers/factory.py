@@ -28,7 +28,11 @@ if TYPE_CHECKING:
     from ..config import AgentSpec
     from ..harness.llm.types import LlmAdapter
     from ..protocol import acp
-    from ..transports.claude_code import AllowTool, DenyTool, ToolPermissionRequest
+    from ..transports.claude_code import (
+        ClaudeAllowTool,
+        ClaudeDenyTool,
+        ClaudeToolPermissionRequest,
+    )
     from ..transports.codex_app_server import ApprovalRequest, Decision
 
 __all__ = (
@@ -142,14 +146,14 @@ def _codex_policy(
 
 def _claude_policy(
     spec: AgentSpec, context: BuildContext
-) -> Callable[[ToolPermissionRequest], Awaitable[AllowTool | DenyTool]]:
-    from ..transports.claude_code import AllowTool, DenyTool
+) -> Callable[[ClaudeToolPermissionRequest], Awaitable[ClaudeAllowTool | ClaudeDenyTool]]:
+    from ..transports.claude_code import ClaudeAllowTool, ClaudeDenyTool
 
-    async def policy(request: ToolPermissionRequest) -> AllowTool | DenyTool:
+    async def policy(request: ClaudeToolPermissionRequest) -> ClaudeAllowTool | ClaudeDenyTool:
         detail = str(request.input.get("command") or request.description or request.input)
         if await _decide(spec, context, request.tool_name, detail):
-            return AllowTool()
-        return DenyTool(f"{request.tool_name} was not allowed")
+            return ClaudeAllowTool()
+        return ClaudeDenyTool(f"{request.tool_name} was not allowed")
 
     return policy
 

@@ -45,11 +45,13 @@ if TYPE_CHECKING:
     from .acp_sandbox import ClientSandbox as ClientSandbox
     from .claude_code import DEFAULT_MAX_LINE_BYTES as DEFAULT_MAX_LINE_BYTES
     from .claude_code import AllowTool as AllowTool
+    from .claude_code import ClaudeAllowTool as ClaudeAllowTool
     from .claude_code import ClaudeAssistantMessage as ClaudeAssistantMessage
     from .claude_code import ClaudeConfigError as ClaudeConfigError
     from .claude_code import ClaudeConnection as ClaudeConnection
     from .claude_code import ClaudeConnectionError as ClaudeConnectionError
     from .claude_code import ClaudeControlError as ClaudeControlError
+    from .claude_code import ClaudeDenyTool as ClaudeDenyTool
     from .claude_code import ClaudeEvent as ClaudeEvent
     from .claude_code import ClaudeHook as ClaudeHook
     from .claude_code import ClaudeLineTooLongError as ClaudeLineTooLongError
@@ -60,6 +62,7 @@ if TYPE_CHECKING:
     from .claude_code import ClaudeStartupError as ClaudeStartupError
     from .claude_code import ClaudeStreamEvent as ClaudeStreamEvent
     from .claude_code import ClaudeSystemInit as ClaudeSystemInit
+    from .claude_code import ClaudeToolPermissionRequest as ClaudeToolPermissionRequest
     from .claude_code import ClaudeToolUse as ClaudeToolUse
     from .claude_code import ClaudeTurn as ClaudeTurn
     from .claude_code import ClaudeUserMessage as ClaudeUserMessage
@@ -212,6 +215,9 @@ _WHERE: dict[str, str] = {
     "connect_claude": ".claude_code",
     "connect_claude_over": ".claude_code",
     "deny_tools_policy": ".claude_code",
+    "ClaudeAllowTool": ".claude_code",
+    "ClaudeDenyTool": ".claude_code",
+    "ClaudeToolPermissionRequest": ".claude_code",
 }
 
 
@@ -250,11 +256,13 @@ __all__ = (
     "AsyncioPipeReceiveStream",
     "AsyncioPipeSendStream",
     "CapabilityError",
+    "ClaudeAllowTool",
     "ClaudeAssistantMessage",
     "ClaudeConfigError",
     "ClaudeConnection",
     "ClaudeConnectionError",
     "ClaudeControlError",
+    "ClaudeDenyTool",
     "ClaudeEvent",
     "ClaudeHook",
     "ClaudeLineTooLongError",
@@ -265,6 +273,7 @@ __all__ = (
     "ClaudeStartupError",
     "ClaudeStreamEvent",
     "ClaudeSystemInit",
+    "ClaudeToolPermissionRequest",
     "ClaudeToolUse",
     "ClaudeTurn",
     "ClaudeUserMessage",

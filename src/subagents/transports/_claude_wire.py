@@ -19,15 +19,15 @@ from ..protocol.claude import (
     ClaudeControlCancel,
     ClaudeControlRequest,
     ClaudeControlResponse,
+    ClaudeDenyTool,
     ClaudeEvent,
     ClaudeHookCallback,
     ClaudeLineTooLongError,
     ClaudePermissionPolicy,
     ClaudeResult,
     ClaudeSystemInit,
-    DenyTool,
+    ClaudeToolPermissionRequest,
     SkippedLine,
-    ToolPermissionRequest,
     control_error,
     control_request,
     control_success,
@@ -57,7 +57,7 @@ class ClaudeConnectionError(Exception):
     """The CLI's stdout ended (it exited, usually): names the exit status and stderr tail."""
 
 
-def _tool_asked(label: str, request: ToolPermissionRequest) -> str:
+def _tool_asked(label: str, request: ClaudeToolPermissionRequest) -> str:
     """The permission asked for, as a log names it."""
     return f"claude {label!r}: can_use_tool {request.tool_name!r} (tool use {request.tool_use_id})"
 
@@ -276,7 +276,7 @@ class ClaudeWire:
                 self._policy, asked, logger=logger, asked=_tool_asked(self.label, asked)
             )
             if decision is None:  # it raised, logged: a policy that raises is a deny
-                decision = DenyTool("permission policy failed")
+                decision = ClaudeDenyTool("permission policy failed")
             return permission_answer(asked, decision)
         if request.subtype == "hook_callback":
             callback_id = _str(request.request.get("callback_id")) or ""

@@ -50,10 +50,11 @@ import anyio.abc
 
 from ..protocol.claude import (
     DEFAULT_MAX_LINE_BYTES,
-    AllowTool,
+    ClaudeAllowTool,
     ClaudeAssistantMessage,
     ClaudeConfigError,
     ClaudeControlError,
+    ClaudeDenyTool,
     ClaudeEvent,
     ClaudeHook,
     ClaudeLineTooLongError,
@@ -63,10 +64,9 @@ from ..protocol.claude import (
     ClaudeResult,
     ClaudeStreamEvent,
     ClaudeSystemInit,
+    ClaudeToolPermissionRequest,
     ClaudeToolUse,
     ClaudeUserMessage,
-    DenyTool,
-    ToolPermissionRequest,
     build_claude_argv,
     hook_registrations,
     user_message,
@@ -79,11 +79,13 @@ from .process import BASE_ENV_VARS, AgentProcess, open_agent_process
 __all__ = (
     "DEFAULT_MAX_LINE_BYTES",
     "AllowTool",
+    "ClaudeAllowTool",
     "ClaudeAssistantMessage",
     "ClaudeConfigError",
     "ClaudeConnection",
     "ClaudeConnectionError",
     "ClaudeControlError",
+    "ClaudeDenyTool",
     "ClaudeEvent",
     "ClaudeHook",
     "ClaudeLineTooLongError",
@@ -94,6 +96,7 @@ __all__ = (
     "ClaudeStartupError",
     "ClaudeStreamEvent",
     "ClaudeSystemInit",
+    "ClaudeToolPermissionRequest",
     "ClaudeToolUse",
     "ClaudeTurn",
     "ClaudeUserMessage",
@@ -166,14 +169,18 @@ def build_claude_env(
     return result
 
 
-async def deny_tools_policy(request: ToolPermissionRequest) -> AllowTool | DenyTool:
+async def deny_tools_policy(
+    request: ClaudeToolPermissionRequest,
+) -> ClaudeAllowTool | ClaudeDenyTool:
     """The default: deny every tool that asks for permission."""
-    return DenyTool(f"{request.tool_name} is not allowed here")
+    return ClaudeDenyTool(f"{request.tool_name} is not allowed here")
 
 
-async def allow_tools_policy(request: ToolPermissionRequest) -> AllowTool | DenyTool:
+async def allow_tools_policy(
+    request: ClaudeToolPermissionRequest,
+) -> ClaudeAllowTool | ClaudeDenyTool:
     """Allow every tool that asks for permission, with its input unchanged."""
-    return AllowTool()
+    return ClaudeAllowTool()
 
 
 # ---------------------------------------------------------------- turns
@@ -451,3 +458,11 @@ async def connect_claude(
         ) as connection,
     ):
         yield connection
+
+
+# ---------------------------------------------------------------- deprecated names
+# The unprefixed names of earlier releases, kept for one release (README, Changelog).
+
+AllowTool = ClaudeAllowTool
+DenyTool = ClaudeDenyTool
+ToolPermissionRequest = ClaudeToolPermissionRequest

@@ -8,14 +8,14 @@ import json
 import pytest
 
 from subagents.protocol.claude import (
-    AllowTool,
+    ClaudeAllowTool,
     ClaudeControlCancel,
     ClaudeControlError,
     ClaudeControlRequest,
     ClaudeControlResponse,
+    ClaudeDenyTool,
     ClaudeHook,
     ClaudeResult,
-    DenyTool,
     control_error,
     control_request,
     control_success,
@@ -83,14 +83,14 @@ def test_a_permission_decision_becomes_the_answer_the_cli_expects() -> None:
     a policy returns is a deny naming it."""
     asked = permission_request(CAN_USE_TOOL)
     assert (asked.tool_name, asked.tool_use_id, asked.description) == ("Bash", "toolu_1", "List")
-    assert permission_answer(asked, AllowTool()) == {
+    assert permission_answer(asked, ClaudeAllowTool()) == {
         "behavior": "allow",
         "updatedInput": {"command": "ls"},
     }
-    assert permission_answer(asked, AllowTool({"command": "pwd"}))["updatedInput"] == {
+    assert permission_answer(asked, ClaudeAllowTool({"command": "pwd"}))["updatedInput"] == {
         "command": "pwd"
     }
-    assert permission_answer(asked, DenyTool("no", interrupt=True)) == {
+    assert permission_answer(asked, ClaudeDenyTool("no", interrupt=True)) == {
         "behavior": "deny",
         "message": "no",
         "interrupt": True,

@@ -238,7 +238,7 @@ def test_the_transport_names_are_the_protocol_models() -> None:
         "ClaudeOptions",
         "ClaudeResult",
         "ClaudeControlError",
-        "ToolPermissionRequest",
+        "ClaudeToolPermissionRequest",
         "build_claude_argv",
         "DEFAULT_MAX_LINE_BYTES",
     } <= set(moved)

@@ -29,16 +29,16 @@ or imports anyio.
 
 from __future__ import annotations
 
-from ._control import AllowTool as AllowTool
+from ._control import ClaudeAllowTool as ClaudeAllowTool
 from ._control import ClaudeControlCancel as ClaudeControlCancel
 from ._control import ClaudeControlError as ClaudeControlError
 from ._control import ClaudeControlRequest as ClaudeControlRequest
 from ._control import ClaudeControlResponse as ClaudeControlResponse
+from ._control import ClaudeDenyTool as ClaudeDenyTool
 from ._control import ClaudeHook as ClaudeHook
 from ._control import ClaudeHookCallback as ClaudeHookCallback
 from ._control import ClaudePermissionPolicy as ClaudePermissionPolicy
-from ._control import DenyTool as DenyTool
-from ._control import ToolPermissionRequest as ToolPermissionRequest
+from ._control import ClaudeToolPermissionRequest as ClaudeToolPermissionRequest
 from ._control import control_error as control_error
 from ._control import control_request as control_request
 from ._control import control_success as control_success
@@ -72,13 +72,14 @@ from ._options import build_claude_argv as build_claude_argv
 
 __all__ = (
     "DEFAULT_MAX_LINE_BYTES",
-    "AllowTool",
+    "ClaudeAllowTool",
     "ClaudeAssistantMessage",
     "ClaudeConfigError",
     "ClaudeControlCancel",
     "ClaudeControlError",
     "ClaudeControlRequest",
     "ClaudeControlResponse",
+    "ClaudeDenyTool",
     "ClaudeEvent",
     "ClaudeHook",
     "ClaudeHookCallback",
@@ -89,12 +90,11 @@ __all__ = (
     "ClaudeResult",
     "ClaudeStreamEvent",
     "ClaudeSystemInit",
+    "ClaudeToolPermissionRequest",
     "ClaudeToolUse",
     "ClaudeUserMessage",
-    "DenyTool",
     "PermissionMode",
     "SkippedLine",
-    "ToolPermissionRequest",
     "build_claude_argv",
     "control_error",
     "control_request",

@@ -23,16 +23,16 @@ from ._events import object_or_empty as _obj
 from ._events import str_or_none as _str
 
 __all__ = (
-    "AllowTool",
+    "ClaudeAllowTool",
     "ClaudeControlCancel",
     "ClaudeControlError",
     "ClaudeControlRequest",
     "ClaudeControlResponse",
+    "ClaudeDenyTool",
     "ClaudeHook",
     "ClaudeHookCallback",
     "ClaudePermissionPolicy",
-    "DenyTool",
-    "ToolPermissionRequest",
+    "ClaudeToolPermissionRequest",
     "control_error",
     "control_request",
     "control_success",
@@ -60,7 +60,7 @@ class ClaudeControlError(Exception):
 
 @final
 @dataclass(frozen=True, slots=True)
-class ToolPermissionRequest:
+class ClaudeToolPermissionRequest:
     """A ``can_use_tool`` control request: may the agent run this tool with this input?"""
 
     tool_name: str
@@ -73,7 +73,7 @@ class ToolPermissionRequest:
 
 @final
 @dataclass(frozen=True, slots=True)
-class AllowTool:
+class ClaudeAllowTool:
     """Run the tool, with ``updated_input`` instead of the input asked for when given."""
 
     updated_input: JsonObject | None = None
@@ -81,7 +81,7 @@ class AllowTool:
 
 @final
 @dataclass(frozen=True, slots=True)
-class DenyTool:
+class ClaudeDenyTool:
     """Refuse the tool; the agent sees ``message``. ``interrupt`` also ends the turn."""
 
     message: str = "denied by policy"
@@ -89,9 +89,9 @@ class DenyTool:
 
 
 ClaudePermissionPolicy: TypeAlias = Callable[
-    [ToolPermissionRequest], Awaitable[AllowTool | DenyTool]
+    [ClaudeToolPermissionRequest], Awaitable[ClaudeAllowTool | ClaudeDenyTool]
 ]
-"""``async def policy(request) -> AllowTool | DenyTool``."""
+"""``async def policy(request) -> ClaudeAllowTool | ClaudeDenyTool``."""
 
 ClaudeHookCallback: TypeAlias = Callable[[JsonObject], Awaitable[JsonObject]]
 """``async def callback(input) -> output``: the answer to one ``hook_callback``."""
@@ -126,9 +126,9 @@ def hook_registrations(
     return callbacks, (dict[str, JsonValue](config) if config else None)
 
 
-def permission_request(request: JsonObject) -> ToolPermissionRequest:
+def permission_request(request: JsonObject) -> ClaudeToolPermissionRequest:
     """A ``can_use_tool`` request's fields."""
-    return ToolPermissionRequest(
+    return ClaudeToolPermissionRequest(
         tool_name=_str(request.get("tool_name")) or "",
         input=_obj(request.get("input")),
         tool_use_id=_str(request.get("tool_use_id")),
@@ -137,15 +137,15 @@ def permission_request(request: JsonObject) -> ToolPermissionRequest:
     )
 
 
-def permission_answer(asked: ToolPermissionRequest, decision: object) -> JsonObject:
+def permission_answer(asked: ClaudeToolPermissionRequest, decision: object) -> JsonObject:
     """The answer body for a policy's ``decision``: allow (with the updated input, or the
-    input asked for) or deny; anything but :class:`AllowTool` and :class:`DenyTool` is a
+    input asked for) or deny; anything but :class:`ClaudeAllowTool` and :class:`ClaudeDenyTool` is a
     deny naming it."""
-    if isinstance(decision, AllowTool):
+    if isinstance(decision, ClaudeAllowTool):
         updated = decision.updated_input if decision.updated_input is not None else asked.input
         return {"behavior": "allow", "updatedInput": updated}
-    if not isinstance(decision, DenyTool):
-        decision = DenyTool(f"permission policy returned {decision!r}")
+    if not isinstance(decision, ClaudeDenyTool):
+        decision = ClaudeDenyTool(f"permission policy returned {decision!r}")
     answer: JsonObject = {"behavior": "deny", "message": decision.message}
     if decision.interrupt:
         answer["interrupt"] = True

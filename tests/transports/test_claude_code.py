@@ -74,6 +74,8 @@ async def connected(**kwargs: Any) -> AsyncGenerator[tuple[ClaudeConnection, Fak
             except BaseException as exc:
                 raised = exc
                 tg.cancel_scope.cancel()
+            # stdin is closed: the fake reads the rest and ends (a turn it still runs is cut).
+            tg.cancel_scope.deadline = anyio.current_time() + 1
     finally:
         with anyio.CancelScope(shield=True):
             await cli_in.aclose()
@@ -326,6 +328,26 @@ async def test_a_stream_that_ends_mid_turn_fails_the_turn_with_the_eof_reason() 
                 await conn.query("after the end")
             assert conn.closed
             assert conn.process is None
+
+
+async def test_abort_fails_the_running_turn_at_once_naming_the_reason() -> None:
+    """Issue 18 / stream pair: abort(reason), what a transport calls when it knows the CLI is
+    gone (its process exited, a grandchild holding stdout open), fails the running turn at
+    once with ClaudeConnectionError naming the reason; later turns fail the same way."""
+
+    async def abort_mid_turn(conn: ClaudeConnection) -> None:
+        async with conn.turn("[[stall]]") as turn:
+            async for event in turn:
+                if isinstance(event, ClaudeStreamEvent):
+                    conn.abort("the CLI is gone")
+
+    with anyio.fail_after(10):
+        async with connected() as (conn, _):
+            with pytest.raises(ClaudeConnectionError, match="the CLI is gone"):
+                await abort_mid_turn(conn)
+            assert not conn.turn_running
+            with pytest.raises(ClaudeConnectionError, match="the CLI is gone"):
+                await conn.query("next")
 
 
 # ---------------------------------------------------------------- interrupt

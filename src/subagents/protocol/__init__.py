@@ -4,7 +4,8 @@ Nothing here does I/O, starts a task or reads a clock, and importing it does not
 it turns bytes into typed messages and back, so it can be tested (and reused) without
 processes or event loops. The ACP models live in :mod:`subagents.protocol.acp` and are
 imported only when used; the Codex app-server models in :mod:`subagents.protocol.codex`; Claude
-Code's stream-json events in :mod:`subagents.protocol.claude`. Every NDJSON dialect splits its
+Code's options, stream-json events and control messages in :mod:`subagents.protocol.claude`;
+the MCP client's messages in :mod:`subagents.protocol.mcp`. Every NDJSON dialect splits its
 lines with :class:`~subagents.protocol.framing.LineSplitter`.
 """
 

@@ -101,7 +101,7 @@ class ClientHandlers:
             return
         turn.update_count += 1
         try:
-            await turn._updates_in.send(note.update)  # pyright: ignore[reportPrivateUsage]
+            await turn.inbox.updates.send(note.update)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             session.idle_updates.append(note.update)
 
@@ -122,14 +122,14 @@ class ClientHandlers:
         outcome: acp.RequestPermissionOutcome = _outcome_cancelled()
         with anyio.CancelScope() as scope:
             if turn is not None:
-                turn._permission_scopes.add(scope)  # pyright: ignore[reportPrivateUsage]
+                turn.inbox.permission_scopes.add(scope)
             try:
                 decided = await call_policy(
                     self.policy, request, logger=logger, asked=_permission_asked(request)
                 )
             finally:
                 if turn is not None:
-                    turn._permission_scopes.discard(scope)  # pyright: ignore[reportPrivateUsage]
+                    turn.inbox.permission_scopes.discard(scope)
             if decided is None:  # the policy raised (logged): deny
                 outcome = _reject_outcome(request)
             elif not isinstance(  # pyright: ignore[reportUnnecessaryIsInstance]

@@ -16,7 +16,7 @@ from ..rpc import ConnectionClosedError, RPCError
 if TYPE_CHECKING:
     from .acp_client import ClientSession
 
-__all__ = ("PromptTurn", "validation_error")
+__all__ = ("PromptTurn", "TurnInbox", "validation_error")
 
 _TURN_BUFFER: Final = 1024
 
@@ -27,6 +27,19 @@ def validation_error() -> type[Exception]:
     from pydantic_core import ValidationError
 
     return ValidationError
+
+
+@final
+class TurnInbox:
+    """A running turn's inbound side, fed by the connection's handlers: its updates (in
+    order, at most 1024 buffered) and the permission requests pending in it."""
+
+    def __init__(self) -> None:
+        send, receive = anyio.create_memory_object_stream[acp.SessionUpdate](_TURN_BUFFER)
+        self.updates: MemoryObjectSendStream[acp.SessionUpdate] = send
+        self.received: MemoryObjectReceiveStream[acp.SessionUpdate] = receive
+        self.permission_scopes: set[anyio.CancelScope] = set()
+        """One per pending permission request: :meth:`PromptTurn.cancel` cancels them."""
 
 
 @final
@@ -41,13 +54,11 @@ class PromptTurn:
     def __init__(self, session: ClientSession, prompt: list[acp.ContentBlock]) -> None:
         self._session = session
         self._prompt = prompt
-        send, receive = anyio.create_memory_object_stream[acp.SessionUpdate](_TURN_BUFFER)
-        self._updates_in: MemoryObjectSendStream[acp.SessionUpdate] = send
-        self._updates_out: MemoryObjectReceiveStream[acp.SessionUpdate] = receive
+        self.inbox = TurnInbox()
+        """The connection's side of the turn (its handlers feed it)."""
         self._done = anyio.Event()
         self._response: acp.PromptResponse | None = None
         self._error: BaseException | None = None
-        self._permission_scopes: set[anyio.CancelScope] = set()
         self._request_scope: anyio.CancelScope | None = None
         self.cancel_requested = False
         """Whether :meth:`cancel` was called for this turn."""
@@ -61,7 +72,7 @@ class PromptTurn:
 
     async def __anext__(self) -> acp.SessionUpdate:
         try:
-            return await self._updates_out.receive()
+            return await self.inbox.received.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             raise StopAsyncIteration from None
 
@@ -95,7 +106,7 @@ class PromptTurn:
         if self._done.is_set():
             return
         self.cancel_requested = True
-        for scope in list(self._permission_scopes):
+        for scope in list(self.inbox.permission_scopes):
             scope.cancel()
         await self._session.connection.peer.notify(
             "session/cancel",
@@ -131,7 +142,7 @@ class PromptTurn:
             self._error = exc
             raise
         finally:
-            self._updates_in.close()
+            self.inbox.updates.close()
             self._done.set()
             if self._session.current_turn is self:
                 self._session.current_turn = None
@@ -139,8 +150,8 @@ class PromptTurn:
     async def __aenter__(self) -> PromptTurn:
         session = self._session
         if session.current_turn is not None:
-            self._updates_in.close()
-            self._updates_out.close()
+            self.inbox.updates.close()
+            self.inbox.received.close()
             raise RuntimeError(f"session {session.session_id} already has a turn running")
         session.current_turn = self
         try:
@@ -149,8 +160,8 @@ class PromptTurn:
             # Not started (cancelled while starting): __aexit__ will not run, so close here.
             if session.current_turn is self:
                 session.current_turn = None
-            self._updates_in.close()
-            self._updates_out.close()
+            self.inbox.updates.close()
+            self.inbox.received.close()
             raise
         return self
 
@@ -174,4 +185,4 @@ class PromptTurn:
             else:
                 async for _ in self:
                     pass
-        self._updates_out.close()
+        self.inbox.received.close()

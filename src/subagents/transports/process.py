@@ -139,6 +139,42 @@ class _StderrTail:
 
 
 @final
+class _Ending:
+    """How a child ends: its stderr drained into the tail, then its exit status."""
+
+    def __init__(self, process: anyio.abc.Process, tail: _StderrTail) -> None:
+        self.process = process
+        self.tail = tail
+        self.exit: ProcessExit | None = None
+        self.exited = anyio.Event()
+        self.stderr_done = anyio.Event()
+
+    async def watch(self) -> None:
+        returncode = await self.process.wait()
+        # Whatever the child wrote before it died belongs in the tail: give the drain a moment
+        # (a grandchild may hold stderr open, so this is bounded).
+        with anyio.move_on_after(0.5):
+            await self.stderr_done.wait()
+        self.settle(returncode)
+
+    def settle(self, returncode: int) -> None:
+        if self.exit is None:
+            self.exit = ProcessExit(returncode, self.tail.text())
+            self.exited.set()
+
+    async def drain_stderr(self, stderr: anyio.abc.ByteReceiveStream) -> None:
+        try:
+            while True:
+                try:
+                    data = await stderr.receive(65536)
+                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    return
+                self.tail.feed(data)
+        finally:
+            self.stderr_done.set()
+
+
+@final
 class AgentProcess:
     """A running child with piped stdin/stdout; made by :func:`open_agent_process`."""
 
@@ -147,7 +183,7 @@ class AgentProcess:
         process: anyio.abc.Process,
         stdin: anyio.abc.ByteSendStream,
         stdout: anyio.abc.ByteReceiveStream,
-        tail: _StderrTail,
+        ending: _Ending,
         env_names: tuple[str, ...],
     ) -> None:
         self._process = process
@@ -155,12 +191,9 @@ class AgentProcess:
         """The child's stdin (write the protocol here)."""
         self.stdout = stdout
         """The child's stdout (read the protocol here)."""
-        self._tail = tail
+        self._ending = ending
         self.env_names = env_names
         """Names of the variables the child was given (values are not kept)."""
-        self._exited = anyio.Event()
-        self._stderr_done = anyio.Event()
-        self._exit: ProcessExit | None = None
 
     @property
     def pid(self) -> int:
@@ -169,46 +202,22 @@ class AgentProcess:
     @property
     def exit(self) -> ProcessExit | None:
         """How the process ended, once it has (``None`` while it runs)."""
-        return self._exit
+        return self._ending.exit
 
     def stderr_tail(self) -> str:
         """The last bytes written to stderr so far."""
-        return self._tail.text()
+        return self._ending.tail.text()
 
     @property
     def stderr_bytes(self) -> int:
         """How many bytes the child wrote to stderr in all."""
-        return self._tail.total
+        return self._ending.tail.total
 
     async def wait(self) -> ProcessExit:
         """Wait until the process has exited and its stderr is drained."""
-        await self._exited.wait()
-        assert self._exit is not None
-        return self._exit
-
-    async def _watch(self) -> None:
-        returncode = await self._process.wait()
-        # Whatever the child wrote before it died belongs in the tail: give the drain a moment
-        # (a grandchild may hold stderr open, so this is bounded).
-        with anyio.move_on_after(0.5):
-            await self._stderr_done.wait()
-        self._settle(returncode)
-
-    def _settle(self, returncode: int) -> None:
-        if self._exit is None:
-            self._exit = ProcessExit(returncode, self._tail.text())
-            self._exited.set()
-
-    async def _drain_stderr(self, stderr: anyio.abc.ByteReceiveStream) -> None:
-        try:
-            while True:
-                try:
-                    data = await stderr.receive(65536)
-                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    return
-                self._tail.feed(data)
-        finally:
-            self._stderr_done.set()
+        await self._ending.exited.wait()
+        assert self._ending.exit is not None
+        return self._ending.exit
 
 
 EXIT_CLOSE_GRACE: Final = 0.5
@@ -383,14 +392,13 @@ async def open_agent_process(
     )
     stdout, stdin = await wrap_pipe_fds(stdout_r, stdin_w)
     stderr = await _receive_only(stderr_r)
-    agent = AgentProcess(
-        process, stdin, stdout, _StderrTail(stderr_tail_bytes, log), tuple(sorted(child_env))
-    )
+    ending = _Ending(process, _StderrTail(stderr_tail_bytes, log))
+    agent = AgentProcess(process, stdin, stdout, ending, tuple(sorted(child_env)))
     raised: BaseException | None = None  # re-raised as itself, not in an ExceptionGroup
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(agent._drain_stderr, stderr)  # pyright: ignore[reportPrivateUsage]
-            tg.start_soon(agent._watch)  # pyright: ignore[reportPrivateUsage]
+            tg.start_soon(ending.drain_stderr, stderr)
+            tg.start_soon(ending.watch)
             try:
                 yield agent
             except BaseException as exc:
@@ -402,7 +410,7 @@ async def open_agent_process(
                         await agent.wait()
                     if process.returncode is not None:
                         # The watcher may have been cancelled with its owner: settle here.
-                        agent._settle(process.returncode)  # pyright: ignore[reportPrivateUsage]
+                        ending.settle(process.returncode)
                 tg.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):

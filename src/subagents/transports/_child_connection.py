@@ -14,6 +14,10 @@ for all of them:
 - on exit, the dialect's ``close`` (shielded), then the task group is cancelled;
 - an exception from the caller's block (or the handshake) is re-raised as itself once the
   task group has closed, never wrapped in an ``ExceptionGroup``.
+
+Over a child, :class:`ChildCommand` starts it (:func:`~subagents.transports.open_agent_process`)
+and the dialect's ``connect_*_over`` runs over its stdio with ``process=`` set; over a plain
+byte-stream pair there is no process, so no exit to watch and no stderr tail to quote.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import cast
 
-__all__ = ("first_leaf", "leaf_exceptions")
+__all__ = ("first_leaf", "leaf_exceptions", "sole_leaf")
 
 
 def leaf_exceptions(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
@@ -24,3 +24,13 @@ def first_leaf(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup):
         exc = cast(BaseExceptionGroup[BaseException], exc).exceptions[0]
     return exc
+
+
+def sole_leaf(exc: BaseException) -> BaseException:
+    """The one exception inside the exception group ``exc`` (nested groups looked through);
+    ``exc`` itself when it is no group or holds several."""
+    if not isinstance(exc, BaseExceptionGroup):
+        return exc
+    group = cast(BaseExceptionGroup[BaseException], exc)
+    leaves = leaf_exceptions(group)
+    return leaves[0] if len(leaves) == 1 else group

@@ -44,10 +44,11 @@ import signal
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TextIO, cast, final
+from typing import TYPE_CHECKING, Any, Final, TextIO, final
 
 import anyio
 
+from .._exception_groups import first_leaf
 from ..config import AgentSpec, ConfigError, Permission, load_agents
 from ..providers._readiness import NotReady, agent_home, classify, offline_notice
 from ..providers.contract import (
@@ -275,14 +276,14 @@ def _run(args: argparse.Namespace) -> int:
     try:
         return anyio.run(run_async, options, sys.stdout, sys.stderr, debug)
     except Exception as exc:
-        if isinstance(_leaf(exc), BrokenPipeError):
+        if isinstance(first_leaf(exc), BrokenPipeError):
             # Whoever read our output went away (`| head -1`): stop quietly, like other tools
             # (the child was disposed on the way out); no second error at interpreter exit.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return EXIT_BROKEN_PIPE
         error_line(
             "run",
-            f"{options.spec.name}: unexpected error: {_leaf(exc)}",
+            f"{options.spec.name}: unexpected error: {first_leaf(exc)}",
             hint=DEBUG_HINT if not debug else None,
             exc=exc,
             debug=debug,
@@ -292,16 +293,6 @@ def _run(args: argparse.Namespace) -> int:
 
 EXIT_BROKEN_PIPE = 141
 """128 + SIGPIPE: what a shell reports for a writer whose reader went away."""
-
-
-def _leaf(exc: BaseException) -> BaseException:
-    leaf: BaseException = exc
-    while isinstance(leaf, BaseExceptionGroup):
-        inner = cast("BaseExceptionGroup[BaseException]", leaf).exceptions
-        if not inner:
-            break
-        leaf = inner[0]
-    return cast("BaseException", leaf)
 
 
 @final

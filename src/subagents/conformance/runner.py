@@ -24,7 +24,7 @@ from typing import Any, cast
 
 import anyio
 
-from .._exception_groups import leaf_exceptions
+from .._exception_groups import sole_leaf
 from ..transports.process import ProcessStartError
 from . import checks as _checks  # registers every check
 from .framework import (
@@ -388,9 +388,9 @@ async def _unwrapped(check: Callable[[CheckContext], Awaitable[None]], ctx: Chec
     try:
         await check(ctx)
     except BaseExceptionGroup as group:
-        leaves = leaf_exceptions(group)
-        if len(leaves) == 1 and isinstance(leaves[0], Exception):
-            raise leaves[0] from group
+        leaf = sole_leaf(group)
+        if leaf is not group and isinstance(leaf, Exception):
+            raise leaf from group
         raise
 
 

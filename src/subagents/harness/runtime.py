@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Final, final
@@ -125,6 +126,8 @@ class Agent:
         self.loop = loop
         self.tools = registry
         self._tasks: TaskRuntime | None = None
+        self._stack: AsyncExitStack | None = None
+        """Holds the background tasks' runtime while the agent is entered."""
 
     @property
     def id(self) -> str:
@@ -140,8 +143,9 @@ class Agent:
 
     async def __aenter__(self) -> Agent:
         if self.runtime.settings.background_tasks:
-            self._tasks = TaskRuntime(self.tools)
-            await self._tasks.__aenter__()
+            stack = AsyncExitStack()
+            self._tasks = await stack.enter_async_context(TaskRuntime(self.tools))
+            self._stack = stack
             for tool in task_tools(self._tasks):
                 self.tools.register(tool)
         return self
@@ -152,9 +156,9 @@ class Agent:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        if self._tasks is not None:
-            tasks, self._tasks = self._tasks, None
-            await tasks.__aexit__(exc_type, exc, traceback)
+        if self._stack is not None:
+            stack, self._stack, self._tasks = self._stack, None, None
+            await stack.__aexit__(exc_type, exc, traceback)
 
 
 @final

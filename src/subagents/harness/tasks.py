@@ -29,9 +29,8 @@ from types import TracebackType
 from typing import Final, Literal, TypeAlias, final
 
 import anyio
-import anyio.abc
 
-from .._owned import open_owned_task_group
+from .._owned import OwnedTaskGroup
 from ..cancel import CancelSignal
 from ..protocol.jsonrpc import JsonValue
 from .arguments import argument_problems
@@ -99,7 +98,7 @@ class TaskRuntime:
         self._close_timeout = close_timeout
         self._tasks: dict[str, _Task] = {}
         self._ids = itertools.count(1)
-        self._group: anyio.abc.TaskGroup | None = None
+        self._owned = OwnedTaskGroup("a TaskRuntime")
         self._closed = False
 
     @property
@@ -107,9 +106,7 @@ class TaskRuntime:
         return sum(1 for task in self._tasks.values() if task.state == "running")
 
     async def __aenter__(self) -> TaskRuntime:
-        self._group = await open_owned_task_group(
-            self._group, closed=self._closed, what="a TaskRuntime"
-        )
+        await self._owned.open(closed=self._closed)
         return self
 
     async def __aexit__(
@@ -121,13 +118,13 @@ class TaskRuntime:
         self._closed = True
         for task in self._tasks.values():
             task.signal.cancel("the task runtime is closing")
-        group = self._group
+        group = self._owned.group
         assert group is not None
         with anyio.CancelScope(shield=True), anyio.move_on_after(self._close_timeout):
             for task in list(self._tasks.values()):
                 await task.done.wait()
         group.cancel_scope.cancel()  # past the bound: whatever still runs is cancelled hard
-        return await group.__aexit__(exc_type, exc, traceback)
+        return await self._owned.close(exc_type, exc, traceback)
 
     def start(
         self, tool: str, arguments: Mapping[str, JsonValue], *, description: str = ""
@@ -136,7 +133,8 @@ class TaskRuntime:
 
         Raises :class:`ToolError` (nothing starts) for an unknown tool, or arguments that do
         not match the tool's input schema (the error names what is wrong)."""
-        if self._group is None or self._closed:
+        group = self._owned.group
+        if group is None or self._closed:
             raise RuntimeError("the task runtime is not running")
         if self.running >= self._max_running:
             raise TaskLimitError(
@@ -171,7 +169,7 @@ class TaskRuntime:
                 task.ended_at = time.time()
                 task.done.set()
 
-        self._group.start_soon(run, name=f"subagents task {task.task_id}")
+        group.start_soon(run, name=f"subagents task {task.task_id}")
         return task.info()
 
     def _task(self, task_id: str) -> _Task:

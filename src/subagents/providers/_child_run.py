@@ -25,8 +25,8 @@ from typing import Any, ClassVar, Generic, Self, TypeVar, cast
 import anyio
 import anyio.abc
 
-from .._exception_groups import leaf_exceptions
-from .._owned import open_owned_task_group
+from .._exception_groups import sole_leaf
+from .._owned import OwnedTaskGroup
 from ..transports.process import AgentProcess, kill_process_group, process_group_alive
 from .contract import (
     CancelSignal,
@@ -66,14 +66,6 @@ def _describe(exc: BaseException, expected: tuple[type[BaseException], ...]) -> 
     if isinstance(exc, expected):
         return str(exc)
     return f"unexpected {type(exc).__name__} inside the run: {exc}"
-
-
-def _unwrap(exc: BaseException) -> BaseException:
-    """The one exception inside a task group's exception group (else the group itself)."""
-    if not isinstance(exc, BaseExceptionGroup):
-        return exc
-    leaves = leaf_exceptions(cast("BaseExceptionGroup[BaseException]", exc))
-    return leaves[0] if len(leaves) == 1 else cast(BaseException, exc)
 
 
 class _Quiescence:
@@ -279,7 +271,7 @@ class ChildRun(abc.ABC, Generic[ProviderT]):
                 self._scope = scope
                 await self._run(provider, request, self._cancel)
         except Exception as exc:
-            cause = _unwrap(exc)
+            cause = sole_leaf(exc)
             if not self._published.is_set():
                 self._start_error = cause
             else:
@@ -423,7 +415,7 @@ class ChildConversation(abc.ABC):
                 self._scope = scope
                 await self._converse()
         except Exception as exc:  # the start failed, or the child went away: report it
-            self._failure = _unwrap(exc)
+            self._failure = sole_leaf(exc)
         finally:
             self._jobs_out.close()  # senders still waiting fail at once
             if self._in_progress is not None:
@@ -442,7 +434,8 @@ class ChildProvider:
 
     def __init__(self, name: str, *, dispose_timeout: float | None = None) -> None:
         self._name = name
-        self._group: anyio.abc.TaskGroup | None = None
+        article = "an" if self._what[:1] in "AEIOU" else "a"
+        self._owned = OwnedTaskGroup(f"{article} {self._what}")
         self._closed = False
         self.dispose_timeout = dispose_timeout
         """Bound on a child's polite shutdown before ``dispose()`` escalates (``None``: the
@@ -502,10 +495,7 @@ class ChildProvider:
         return child_id or new_child_id(self._name), remote_id
 
     async def __aenter__(self) -> Self:
-        article = "an" if self._what[:1] in "AEIOU" else "a"
-        self._group = await open_owned_task_group(
-            self._group, closed=self._closed, what=f"{article} {self._what}"
-        )
+        await self._owned.open(closed=self._closed)
         return self
 
     async def __aexit__(
@@ -515,20 +505,20 @@ class ChildProvider:
         traceback: TracebackType | None,
     ) -> bool | None:
         self._closed = True
-        group = self._group
+        group = self._owned.group
         assert group is not None
-        self._group = None
         group.cancel_scope.cancel()
-        return await group.__aexit__(exc_type, exc, traceback)
+        return await self._owned.close(exc_type, exc, traceback)
 
     def _check_open(self) -> anyio.abc.TaskGroup:
-        if self._group is None:
+        group = self._owned.group
+        if group is None:
             raise SubagentError(
                 SubagentErrorCode.START_FAILED,
                 f"the {self._what} is not open (use `async with provider`)",
                 provider=self._name,
             )
-        return self._group
+        return group
 
     def _check_not_cancelled(self, cancel: CancelSignal) -> None:
         if cancel.cancelled:
@@ -553,8 +543,9 @@ class ChildProvider:
     ) -> _RunT:
         """Start ``run``'s task and hand the run back once published; dispose of it and raise
         when the start is cancelled or fails (``what`` names the child in that error)."""
-        assert self._group is not None
-        self._group.start_soon(run.drive, self, request, cancel)
+        group = self._owned.group
+        assert group is not None
+        group.start_soon(run.drive, self, request, cancel)
         with cancel.linked_scope() as scope:
             await run.wait_started()
         if scope.cancelled_caught or (cancel.cancelled and not run.published):

@@ -29,10 +29,9 @@ from types import TracebackType
 from typing import TypeAlias, final
 
 import anyio
-import anyio.abc
 import anyio.lowlevel
 
-from .._owned import open_owned_task_group
+from .._owned import OwnedTaskGroup
 from ..protocol.jsonrpc import JsonValue
 from .contract import (
     CancelSignal,
@@ -277,7 +276,7 @@ class ScriptedProvider:
         self._capabilities = capabilities
         self._scripts: ScriptSource = scripts if scripts is not None else _echo
         self._progress_capacity = progress_capacity
-        self._task_group: anyio.abc.TaskGroup | None = None
+        self._owned = OwnedTaskGroup("a ScriptedProvider")
         self._counter = 0
         self._live_runs = 0
         self._live_tasks = 0
@@ -306,9 +305,7 @@ class ScriptedProvider:
         return self._live_tasks
 
     async def __aenter__(self) -> ScriptedProvider:
-        self._task_group = await open_owned_task_group(
-            self._task_group, closed=False, what="a ScriptedProvider"
-        )
+        await self._owned.open()
         return self
 
     async def __aexit__(
@@ -318,13 +315,12 @@ class ScriptedProvider:
         traceback: TracebackType | None,
         /,
     ) -> bool | None:
-        task_group = self._task_group
+        task_group = self._owned.group
         assert task_group is not None
-        self._task_group = None
         # The children never raise (each settles its own failures), so the body's exception,
         # if any, propagates as it is rather than wrapped in an exception group.
         task_group.cancel_scope.cancel()
-        await task_group.__aexit__(None, None, None)
+        await self._owned.close()
         return None
 
     def _script_for(self, request: SubagentRequest) -> Script:
@@ -347,7 +343,8 @@ class ScriptedProvider:
                 f"cancelled before the start: {cancel.reason}",
                 provider=self._name,
             )
-        if self._task_group is None:
+        task_group = self._owned.group
+        if task_group is None:
             raise SubagentError(
                 SubagentErrorCode.START_FAILED,
                 "the ScriptedProvider is not open (use `async with provider:`)",
@@ -358,7 +355,7 @@ class ScriptedProvider:
         run_id = child_id or script.child_id or f"{self._name}-{self._counter}"
         run = ScriptedRun(self, run_id, script, self._progress_capacity)
         self._live_tasks += 1
-        self._task_group.start_soon(run._drive, cancel)  # pyright: ignore[reportPrivateUsage]
+        task_group.start_soon(run._drive, cancel)  # pyright: ignore[reportPrivateUsage]
         try:
             await run._phase.wait()  # pyright: ignore[reportPrivateUsage]
         except BaseException:

@@ -43,9 +43,7 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Final, Self, final
 
-import anyio.abc
-
-from .._owned import open_owned_task_group
+from .._owned import OwnedTaskGroup
 from ..protocol import acp
 from ..rpc import Router
 from ._sandbox_files import SandboxFiles
@@ -145,7 +143,7 @@ class ClientSandbox:
             term_timeout=term_timeout,
             kill_timeout=kill_timeout,
         )
-        self._task_group: anyio.abc.TaskGroup | None = None
+        self._owned = OwnedTaskGroup("a ClientSandbox")
         self._closed = False
         # The handlers, served by the two halves.
         self.read_text_file = self._files.read_text_file
@@ -200,10 +198,7 @@ class ClientSandbox:
     # ------------------------------------------------------------------ lifetime
 
     async def __aenter__(self) -> Self:
-        self._task_group = await open_owned_task_group(
-            self._task_group, closed=self._closed, what="a ClientSandbox"
-        )
-        self._terminals.open(self._task_group)
+        self._terminals.open(await self._owned.open(closed=self._closed))
         return self
 
     async def __aexit__(
@@ -213,9 +208,7 @@ class ClientSandbox:
         traceback: TracebackType | None,
     ) -> bool | None:
         await self.aclose()
-        task_group, self._task_group = self._task_group, None
-        assert task_group is not None
-        return await task_group.__aexit__(exc_type, exc, traceback)
+        return await self._owned.close(exc_type, exc, traceback)
 
     async def aclose(self) -> None:
         """Kill and reap every terminal; no new terminal can be created afterwards.

@@ -181,7 +181,14 @@ def _jsonrpc_problem(value: JSON) -> str | None:
 class AgentWire:
     """A raw connection to one agent process. Made by :func:`open_wire`."""
 
-    def __init__(self, process: AgentProcess, client: ClientSide, cwd: Path, timeout: float):
+    def __init__(
+        self,
+        process: AgentProcess,
+        client: ClientSide,
+        cwd: Path,
+        timeout: float,
+        task_group: anyio.abc.TaskGroup,
+    ):
         self.process = process
         self.client = client
         self.cwd = cwd
@@ -196,7 +203,8 @@ class AgentWire:
         self._answers: dict[_Key, Response] = {}
         self._changed = anyio.Event()
         self._eof = False
-        self._tg: anyio.abc.TaskGroup | None = None
+        self._tg = task_group
+        """Runs the reader and the answers to the agent's requests."""
         self.agent_requests: list[dict[str, Any]] = []
         """Requests the agent sent (any method)."""
         self.unadvertised_calls: list[str] = []
@@ -241,7 +249,9 @@ class AgentWire:
     def eof(self) -> bool:
         return self._eof
 
-    async def _reader(self) -> None:
+    async def read_agent(self) -> None:
+        """Read the agent's stdout into :attr:`lines` until it ends, answering its requests
+        (a task of the wire's task group, started by :func:`open_wire`)."""
         buffer = bytearray()
         stdout = self.process.stdout
         try:
@@ -305,7 +315,6 @@ class AgentWire:
             line.unstable_fields.extend(findings.unstable_fields)
             if "id" in message:
                 self.agent_requests.append(message)
-                assert self._tg is not None
                 self._tg.start_soon(self._answer_agent, message)
             return
         key = _key(message["id"])
@@ -556,11 +565,10 @@ async def open_wire(
         name="agent-under-test",
     ) as process:
         resolved = session_dir.resolve()  # noqa: ASYNC240 - a private temp dir, instant
-        wire = AgentWire(process, client or ClientSide(), resolved, timeout)
         raised: BaseException | None = None  # re-raised as itself, not in an ExceptionGroup
         async with anyio.create_task_group() as tg:
-            wire._tg = tg  # pyright: ignore[reportPrivateUsage]
-            tg.start_soon(wire._reader)  # pyright: ignore[reportPrivateUsage]
+            wire = AgentWire(process, client or ClientSide(), resolved, timeout, tg)
+            tg.start_soon(wire.read_agent)
             try:
                 yield wire
             except BaseException as exc:

@@ -29,6 +29,7 @@ from types import TracebackType
 from typing import TypeAlias, final
 
 import anyio
+import anyio.abc
 import anyio.lowlevel
 
 from .._owned import OwnedTaskGroup
@@ -99,14 +100,30 @@ ScriptSource: TypeAlias = Mapping[str, Script] | Callable[[SubagentRequest], Scr
 """Scripts by exact prompt (unknown prompts echo the prompt), or a function of the request."""
 
 
+@dataclass(slots=True)
+class _Live:
+    """A provider's leak counters, which its runs keep up to date."""
+
+    runs: int = 0
+    """Published runs not yet disposed."""
+    tasks: int = 0
+    """Child tasks still running."""
+
+
 @final
 class ScriptedRun:
     """A published scripted child (implements :class:`~subagents.providers.SubagentRun`)."""
 
     def __init__(
-        self, provider: ScriptedProvider, child_id: str, script: Script, progress_capacity: int
+        self,
+        provider: ScriptedProvider,
+        child_id: str,
+        script: Script,
+        progress_capacity: int,
+        live: _Live,
     ) -> None:
         self._provider = provider
+        self._live = live
         self._id = child_id
         self._script = script
         self._scope = anyio.CancelScope()
@@ -164,7 +181,7 @@ class ScriptedRun:
         if self._disposed:
             return
         self._disposed = True
-        self._provider._live_runs -= 1  # pyright: ignore[reportPrivateUsage]
+        self._live.runs -= 1
         if self._script.dispose_raises is not None:
             raise self._script.dispose_raises
 
@@ -182,6 +199,38 @@ class ScriptedRun:
         /,
     ) -> None:
         await self.dispose()
+
+    async def launch(self, task_group: anyio.abc.TaskGroup, cancel: CancelSignal) -> None:
+        """Start the child's task in ``task_group`` (the provider's) and return once it is
+        published; raise, leaving nothing running, when its start fails, is cancelled, or is
+        cut short. :meth:`ScriptedProvider.start` calls it on each new run."""
+        self._live.tasks += 1
+        task_group.start_soon(self._drive, cancel)
+        try:
+            await self._phase.wait()
+        except BaseException:
+            # The caller's own scope cancelled the start: nothing may outlive it.
+            self._scope.cancel()
+            with anyio.move_on_after(_DISPOSE_GRACE, shield=True):
+                await self._done.wait()
+            raise
+        if self._published:
+            self._live.runs += 1
+            return
+        with anyio.move_on_after(_DISPOSE_GRACE, shield=True):
+            await self._done.wait()
+        if self._start_error is not None:
+            raise self._start_error
+        name = self._provider.name
+        if cancel.cancelled:
+            raise SubagentError(
+                SubagentErrorCode.CANCELLED,
+                f"cancelled during the start: {cancel.reason}",
+                provider=name,
+            )
+        raise SubagentError(
+            SubagentErrorCode.START_FAILED, "the provider closed during the start", provider=name
+        )
 
     def _settle(self, outcome: SubagentOutcome) -> None:
         if self._outcome is None:
@@ -247,7 +296,7 @@ class ScriptedRun:
                 reason = cancel.reason if cancel.cancelled else self._cancel_reason
                 self._settle(SubagentOutcome.cancelled(self._id, reason or "cancelled"))
             self._feed.close()
-            self._provider._live_tasks -= 1  # pyright: ignore[reportPrivateUsage]
+            self._live.tasks -= 1
             self._phase.set()
             self._done.set()
 
@@ -278,8 +327,7 @@ class ScriptedProvider:
         self._progress_capacity = progress_capacity
         self._owned = OwnedTaskGroup("a ScriptedProvider")
         self._counter = 0
-        self._live_runs = 0
-        self._live_tasks = 0
+        self._live = _Live()
         self.requests: list[SubagentRequest] = []
         """Every request that reached :meth:`start` (in order)."""
         self.runs: list[ScriptedRun] = []
@@ -297,12 +345,12 @@ class ScriptedProvider:
     @property
     def live_runs(self) -> int:
         """Published runs not yet disposed."""
-        return self._live_runs
+        return self._live.runs
 
     @property
     def live_tasks(self) -> int:
         """Child tasks still running (zero once every run is disposed)."""
-        return self._live_tasks
+        return self._live.tasks
 
     async def __aenter__(self) -> ScriptedProvider:
         await self._owned.open()
@@ -331,11 +379,12 @@ class ScriptedProvider:
 
     async def start(self, request: SubagentRequest, *, cancel: CancelSignal) -> ScriptedRun:
         """Run the request's script; return once the child is published."""
-        return await self._start(request, cancel, None)
+        return await self.start_child(request, cancel=cancel)
 
-    async def _start(
-        self, request: SubagentRequest, cancel: CancelSignal, child_id: str | None
+    async def start_child(
+        self, request: SubagentRequest, *, cancel: CancelSignal, child_id: str | None = None
     ) -> ScriptedRun:
+        """:meth:`start` with the child's id given (a conversation's turns keep its id)."""
         self.requests.append(request)
         if cancel.cancelled:
             raise SubagentError(
@@ -353,36 +402,10 @@ class ScriptedProvider:
         script = self._script_for(request)
         self._counter += 1
         run_id = child_id or script.child_id or f"{self._name}-{self._counter}"
-        run = ScriptedRun(self, run_id, script, self._progress_capacity)
-        self._live_tasks += 1
-        task_group.start_soon(run._drive, cancel)  # pyright: ignore[reportPrivateUsage]
-        try:
-            await run._phase.wait()  # pyright: ignore[reportPrivateUsage]
-        except BaseException:
-            # The caller's own scope cancelled the start: nothing may outlive it.
-            run._scope.cancel()  # pyright: ignore[reportPrivateUsage]
-            with anyio.move_on_after(_DISPOSE_GRACE, shield=True):
-                await run._done.wait()  # pyright: ignore[reportPrivateUsage]
-            raise
-        if run._published:  # pyright: ignore[reportPrivateUsage]
-            self._live_runs += 1
-            self.runs.append(run)
-            return run
-        with anyio.move_on_after(_DISPOSE_GRACE, shield=True):
-            await run._done.wait()  # pyright: ignore[reportPrivateUsage]
-        if run._start_error is not None:  # pyright: ignore[reportPrivateUsage]
-            raise run._start_error  # pyright: ignore[reportPrivateUsage]
-        if cancel.cancelled:
-            raise SubagentError(
-                SubagentErrorCode.CANCELLED,
-                f"cancelled during the start: {cancel.reason}",
-                provider=self._name,
-            )
-        raise SubagentError(
-            SubagentErrorCode.START_FAILED,
-            "the provider closed during the start",
-            provider=self._name,
-        )
+        run = ScriptedRun(self, run_id, script, self._progress_capacity, self._live)
+        await run.launch(task_group, cancel)
+        self.runs.append(run)
+        return run
 
     async def prepare_continuable(
         self, request: SubagentRequest, *, cancel: CancelSignal
@@ -392,7 +415,7 @@ class ScriptedProvider:
         same child id."""
         self._counter += 1
         conversation = ScriptedConversation(self, f"{self._name}-{self._counter}", request)
-        await conversation._turn(request, cancel)  # pyright: ignore[reportPrivateUsage]
+        await conversation.turn(request, cancel=cancel)
         self._conversations[conversation.id] = request
         return conversation
 
@@ -451,16 +474,15 @@ class ScriptedConversation:
             description=self.request.description,
             parent_session=self.request.parent_session,
         )
-        return await self._turn(request, cancel if cancel is not None else CancelSignal())
+        return await self.turn(request, cancel=cancel if cancel is not None else CancelSignal())
 
     async def dispose(self) -> None:
         """Release the live child (it can be resumed from its id). Idempotent."""
         self.disposed = True
 
-    async def _turn(self, request: SubagentRequest, cancel: CancelSignal) -> SubagentOutcome:
-        run = await self.provider._start(  # pyright: ignore[reportPrivateUsage]
-            request, cancel, self.id
-        )
+    async def turn(self, request: SubagentRequest, *, cancel: CancelSignal) -> SubagentOutcome:
+        """Run ``request``'s script as one turn of this child, recorded in the transcript."""
+        run = await self.provider.start_child(request, cancel=cancel, child_id=self.id)
         async with run:
             outcome = await run.result()
         self.transcript.append((request.prompt, outcome))

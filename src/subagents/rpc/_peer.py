@@ -665,15 +665,15 @@ async def open_peer(
     # closed, not wrapped in an ExceptionGroup.
     raised: BaseException | None = None
     async with anyio.create_task_group() as tg:
-        await tg.start(peer._run)  # pyright: ignore[reportPrivateUsage]
+        await tg.start(peer._run)  # pyright: ignore[reportPrivateUsage] - open_peer runs the peer it made
         try:
             yield peer
         except BaseException as exc:
             raised = exc
         finally:
             with anyio.CancelScope(shield=True):
-                await peer._shutdown()  # pyright: ignore[reportPrivateUsage]
-                with anyio.move_on_after(peer._cancel_grace):  # pyright: ignore[reportPrivateUsage]
+                await peer._shutdown()  # pyright: ignore[reportPrivateUsage] - and shuts it down
+                with anyio.move_on_after(cancel_grace):
                     await send_stream.aclose()
             tg.cancel_scope.cancel()
     if raised is not None:

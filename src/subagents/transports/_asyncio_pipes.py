@@ -42,19 +42,20 @@ class _Reader(asyncio.Protocol):
         if self.buffered > _PAUSE_ABOVE and not self.paused and self.transport is not None:
             self.paused = True
             self.transport.pause_reading()
-        self._wake()
+        self.wake()
 
     def eof_received(self) -> bool | None:
         self.eof = True
-        self._wake()
+        self.wake()
         return None
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.eof = True
         self.error = exc
-        self._wake()
+        self.wake()
 
-    def _wake(self) -> None:
+    def wake(self) -> None:
+        """Let the reader waiting for data look again."""
         waiter = self.waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
@@ -108,7 +109,7 @@ class AsyncioPipeReceiveStream(anyio.abc.ByteReceiveStream):
         if not self._closed:
             self._closed = True
             self._transport.close()
-            self._reader._wake()  # pyright: ignore[reportPrivateUsage]
+            self._reader.wake()
         await anyio.lowlevel.checkpoint()
 
 

@@ -743,7 +743,7 @@ def _tagged_union(union: Any, attr_name: str, deps: set[type[ACPModel]]) -> cs.C
         info = variant.__acp_fields__[attr_name]
         wire_name = info.validation_alias or attr_name
         # The tag is read from the input (by wire or attribute name): it is there, and set.
-        tagged = variant._acp_tags == (attr_name,)  # pyright: ignore[reportPrivateUsage]
+        tagged = variant._acp_tags == (attr_name,)  # pyright: ignore[reportPrivateUsage] - its own module
         for tag in get_args(info.annotation):
             choices[tag] = _model_reference(variant, deps, tag_given=tagged)
     paths: list[list[str | int]] = (

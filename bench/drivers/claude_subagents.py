@@ -45,8 +45,8 @@ async def run_turn(conn: ClaudeConnection, turn: Turn) -> None:
                 delta = event.text_delta
                 if delta is not None:
                     turn.delta(delta)
-    result = handle.result
-    turn.completed(None if result is None else status_of(result.subtype, result.is_error))
+        result = await handle.result()
+    turn.completed(status_of(result.subtype, result.is_error))
 
 
 async def main() -> None:
@@ -56,6 +56,7 @@ async def main() -> None:
     init = Init()
     async with connect_claude(args.cli, options, env=env, cwd=args.cwd) as conn:
         init_times = init.done()
+        assert conn.process is not None
         pid = conn.process.pid
         turns: list[Turn] = []
         for kind, asked in plan(args):

@@ -168,11 +168,12 @@ async def test_interrupt_mid_stream_cancels_and_the_process_stays_usable(setup: 
             async with c.turn("Be slow.") as turn:
                 async for event in turn:
                     if isinstance(event, ClaudeStreamEvent) and event.text_delta:
-                        await c.interrupt()
+                        await turn.cancel()
                         break
-                interrupted = await turn.wait()
+                interrupted = await turn.result()
             assert await anyio.to_thread.run_sync(wait_streams_closed, setup.server, 10.0)
             after = await c.query("Say hello.")
+            assert c.process is not None
             pid = c.process.pid
     assert interrupted.subtype == "error_during_execution"
     assert interrupted.is_error
@@ -415,6 +416,7 @@ async def test_stdin_eof_on_an_idle_cli_ends_it_with_status_0(setup: Setup) -> N
         async with connect_claude(setup.cli, setup.options, env=setup.env, cwd=setup.work) as c:
             await c.query("Say hello.")
             await c.close_stdin()
+            assert c.process is not None
             await c.process.wait()
             exit_status = c.process.exit
     assert exit_status is not None

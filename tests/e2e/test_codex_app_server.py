@@ -172,7 +172,7 @@ async def test_interrupting_mid_stream_ends_the_turn_interrupted(
                 async for event in turn:
                     if isinstance(event, AgentMessageDelta):
                         assert event.delta == SLOW_DELTA
-                        await turn.interrupt()
+                        await turn.cancel()
                         break
                 result = await turn.result()
     assert result.status == "interrupted"

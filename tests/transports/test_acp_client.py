@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -12,7 +12,7 @@ import pytest
 
 from subagents.protocol import JsonValue, acp
 from subagents.rpc import Peer, Router, RPCError, open_peer
-from subagents.transports import ClientSandbox, open_pipe_pair
+from subagents.transports import ClientSandbox, TurnOverflowError, open_pipe_pair
 from subagents.transports.acp_client import (
     AgentConnection,
     AgentStartupError,
@@ -66,6 +66,12 @@ class FakeAgent:
     async def update(self, update: JsonValue) -> None:
         assert self.peer is not None
         await self.peer.notify("session/update", {"sessionId": SESSION, "update": update})
+
+
+async def read_into(got: list[Any], events: AsyncIterator[Any]) -> None:
+    """Append each event of ``events`` to ``got`` (what came before an error is kept)."""
+    async for event in events:
+        got.append(event)
 
 
 def chunk(text: str) -> JsonValue:
@@ -315,6 +321,69 @@ async def test_leaving_a_turn_early_cancels_it() -> None:
                     break
         assert turn.stop_reason == "cancelled"
         assert session.current_turn is None
+
+
+async def test_more_updates_than_max_events_unread_fail_the_turn_loud_and_cancel_it() -> None:
+    """Issue 18 / one turn API: past max_events unread updates the turn fails with
+    TurnOverflowError (after the updates before it, naming the limit and what was read) and
+    is cancelled on the agent's side; the connection's reader never waits for the turn's
+    reader, and the connection runs the next turn."""
+    agent = FakeAgent()
+    prompts = 0
+
+    async def script(agent: FakeAgent, params: JsonValue) -> object:
+        nonlocal prompts
+        prompts += 1
+        if prompts > 1:
+            return {"stopReason": "end_turn"}
+        for i in range(10):
+            await agent.update(chunk(str(i)))
+        await agent.cancelled.wait()
+        return {"stopReason": "cancelled"}
+
+    agent.prompt_script = script
+    got: list[acp.SessionUpdate] = []
+    async with connected(agent) as connection:
+        session = await connection.new_session("/tmp")
+        with anyio.fail_after(10):
+            async with session.prompt("flood", max_events=4) as turn:
+                await agent.cancelled.wait()  # nothing was read: the cancel came from the push
+                with pytest.raises(TurnOverflowError) as info:
+                    await read_into(got, turn)
+                with pytest.raises(TurnOverflowError):
+                    await turn.result()
+            assert turn.stop_reason == "cancelled"  # the agent's side stopped
+            assert (await session.run("next")).stop_reason == "end_turn"
+    assert len(got) == 4
+    assert (info.value.limit, info.value.read) == (4, 0)
+    assert "max_events=4" in str(info.value)
+
+
+async def test_cancel_ends_the_turn_and_is_a_no_op_once_it_ended() -> None:
+    """Issue 18 / one turn API: turn.cancel() (session/cancel) ends the turn cancelled;
+    result_nowait() raises WouldBlock before the end; a cancel after the end sends nothing."""
+    agent = FakeAgent()
+
+    async def script(agent: FakeAgent, params: JsonValue) -> object:
+        await agent.update(chunk("working"))
+        await agent.cancelled.wait()
+        return {"stopReason": "cancelled"}
+
+    agent.prompt_script = script
+    async with connected(agent) as connection:
+        session = await connection.new_session("/tmp")
+        with anyio.fail_after(10):
+            async with session.prompt("slow") as turn:
+                with pytest.raises(anyio.WouldBlock):
+                    turn.result_nowait()
+                async for _ in turn:
+                    await turn.cancel()
+                result = await turn.result()
+                assert turn.done
+                await turn.cancel()
+            assert turn.result_nowait() is result
+    assert result.stop_reason == "cancelled"
+    assert [m for m, _ in agent.received].count("session/cancel") == 1
 
 
 async def test_fs_and_terminal_are_off_by_default() -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from typing import Any
 import anyio
 import pytest
 
-from subagents.transports import claude_code, open_pipe_pair
+from subagents.transports import TurnOverflowError, claude_code, open_pipe_pair
 from subagents.transports.claude_code import (
     DEFAULT_MAX_LINE_BYTES,
     ClaudeAllowTool,
@@ -57,11 +57,14 @@ OPTIONS = ClaudeOptions(model="claude-fake-model")
 
 
 @asynccontextmanager
-async def connected(**kwargs: Any) -> AsyncGenerator[tuple[ClaudeConnection, FakeClaude], None]:
-    """A connection to the fake run in-process over a pipe pair (no child process)."""
+async def connected(
+    on_received: Callable[[dict[str, Any]], None] | None = None, **kwargs: Any
+) -> AsyncGenerator[tuple[ClaudeConnection, FakeClaude], None]:
+    """A connection to the fake run in-process over a pipe pair (no child process);
+    ``on_received`` sees each message the fake receives."""
     cli_in, host_out = await open_pipe_pair()
     host_in, cli_out = await open_pipe_pair()
-    fake = FakeClaude()
+    fake = FakeClaude(on_received=on_received)
     raised: BaseException | None = None
     try:
         async with anyio.create_task_group() as tg:
@@ -362,9 +365,9 @@ async def test_interrupt_mid_turn_sends_the_control_request_and_the_turn_ends_ab
                 async for event in turn:
                     if isinstance(event, ClaudeStreamEvent):
                         await conn.interrupt()
-            assert turn.result is not None
-            assert turn.result.subtype == "error_during_execution"
-            assert turn.result.is_error
+            result = await turn.result()
+            assert result.subtype == "error_during_execution"
+            assert result.is_error
             assert (await conn.query("after interrupt")).result == "FAKE-REPLY: pong"
     assert len(sent(fake, "control_request", "interrupt")) == 1
 
@@ -377,9 +380,71 @@ async def test_leaving_a_turn_early_interrupts_it_and_waits_for_its_result() -> 
                 async for event in turn:
                     if isinstance(event, ClaudeStreamEvent):
                         break
-            assert turn.result is not None
-            assert turn.result.subtype == "error_during_execution"
+            assert (await turn.result()).subtype == "error_during_execution"
             assert (await conn.query("next")).result == "FAKE-REPLY: pong"
+    assert len(sent(fake, "control_request", "interrupt")) == 1
+
+
+async def test_cancel_interrupts_the_turn_and_is_a_no_op_once_it_ended() -> None:
+    """Issue 18 / one turn API: turn.cancel() (the interrupt control request, for this turn)
+    ends the turn error_during_execution; result_nowait() raises WouldBlock before the
+    result; a cancel after the end sends nothing."""
+    with anyio.fail_after(10):
+        async with connected() as (conn, fake):
+            async with conn.turn("[[stall]]") as turn:
+                with pytest.raises(anyio.WouldBlock):
+                    turn.result_nowait()
+                async for event in turn:
+                    if isinstance(event, ClaudeStreamEvent):
+                        await turn.cancel()
+                result = await turn.result()
+                assert turn.done
+                await turn.cancel()
+            assert turn.result_nowait() is result
+            assert (await conn.query("next")).result == "FAKE-REPLY: pong"
+    assert result.subtype == "error_during_execution"
+    assert len(sent(fake, "control_request", "interrupt")) == 1
+
+
+async def test_wait_is_a_deprecated_alias_of_result() -> None:
+    with anyio.fail_after(10):
+        async with connected() as (conn, _), conn.turn("hello") as turn:
+            with pytest.warns(DeprecationWarning, match=r"use result\(\)"):
+                result = await turn.wait()
+    assert result.result == "FAKE-REPLY: pong"
+
+
+async def read_into(got: list[Any], events: AsyncIterator[Any]) -> None:
+    """Append each event of ``events`` to ``got`` (what came before an error is kept)."""
+    async for event in events:
+        got.append(event)
+
+
+async def test_more_events_than_max_events_unread_fail_the_turn_loud_and_interrupt_it() -> None:
+    """Issue 18 / one turn API: past max_events unread events the turn fails with
+    TurnOverflowError (after the events before it) and is interrupted on the CLI's side; the
+    connection's reader never waits for the turn's reader, and the CLI runs the next turn."""
+    interrupted = anyio.Event()
+
+    def seen(message: dict[str, Any]) -> None:
+        if message.get("type") == "control_request" and message["request"]["subtype"] == (
+            "interrupt"
+        ):
+            interrupted.set()
+
+    got: list[ClaudeEvent] = []
+    with anyio.fail_after(10):
+        async with connected(seen) as (conn, fake):
+            async with conn.turn("[[stall]]", max_events=1) as turn:
+                await interrupted.wait()  # nothing was read: the push interrupted the turn
+                with pytest.raises(TurnOverflowError) as info:
+                    await read_into(got, turn)
+                with pytest.raises(TurnOverflowError):
+                    await turn.result()
+            assert turn.settled
+            assert (await conn.query("next")).result == "FAKE-REPLY: pong"
+    assert [type(event) for event in got] == [ClaudeSystemInit]
+    assert (info.value.limit, info.value.read) == (1, 0)
     assert len(sent(fake, "control_request", "interrupt")) == 1
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from subagents.protocol import codex
 from subagents.rpc import ConnectionClosedError
+from subagents.transports import TurnOverflowError
 from subagents.transports.codex_app_server import (
     CodexAgentMessageDelta,
     CodexApprovalRequest,
@@ -394,7 +395,7 @@ async def test_the_final_text_is_the_final_answer_message_when_the_turn_lists_no
 
 
 async def test_interrupt_ends_the_turn_interrupted_and_a_second_interrupt_is_harmless() -> None:
-    """turn.interrupt(): turn/interrupt, the turn ends interrupted; "no active turn to
+    """turn.cancel(): turn/interrupt, the turn ends interrupted; "no active turn to
     interrupt" counts as success."""
     with anyio.fail_after(10):
         async with connected() as (conn, _server):
@@ -402,7 +403,7 @@ async def test_interrupt_ends_the_turn_interrupted_and_a_second_interrupt_is_har
             async with thread.turn("stall") as turn:
                 async for event in turn:
                     if isinstance(event, CodexAgentMessageDelta):
-                        await turn.interrupt()
+                        await turn.cancel()
                 result = await turn.result()
                 assert turn.id is not None
                 # The turn is over: a stale interrupt is answered "no active turn to
@@ -414,6 +415,80 @@ async def test_interrupt_ends_the_turn_interrupted_and_a_second_interrupt_is_har
     assert again.status == "completed"
 
 
+async def read_into(got: list[Any], events: AsyncIterator[Any]) -> None:
+    """Append each event of ``events`` to ``got`` (what came before an error is kept)."""
+    async for event in events:
+        got.append(event)
+
+
+class _InterruptSeen(Fake):
+    """The in-process fake, telling when a turn/interrupt arrives."""
+
+    def __init__(self) -> None:
+        super().__init__(0, None)
+        self.interrupted = anyio.Event()
+
+    def on_turn_interrupt(self, request_id: Any, params: dict[str, Any]) -> None:
+        super().on_turn_interrupt(request_id, params)
+        self.interrupted.set()
+
+
+async def test_cancel_ends_the_turn_interrupted_and_is_a_no_op_once_it_ended() -> None:
+    """Issue 18 / one turn API: turn.cancel() (turn/interrupt) ends the turn interrupted;
+    result_nowait() raises WouldBlock before the end; a cancel after the end sends nothing."""
+    with anyio.fail_after(10):
+        async with connected() as (conn, server):
+            thread = await conn.start_thread()
+            async with thread.turn("stall") as turn:
+                with pytest.raises(anyio.WouldBlock):
+                    turn.result_nowait()
+                async for event in turn:
+                    if isinstance(event, CodexAgentMessageDelta):
+                        await turn.cancel()
+                result = await turn.result()
+                assert turn.done
+                await turn.cancel()
+            assert turn.result_nowait() is result
+    assert result.status == "interrupted"
+    assert len(named(server.received, "turn/interrupt")) == 1
+
+
+async def test_interrupt_is_a_deprecated_alias_of_cancel() -> None:
+    with anyio.fail_after(10):
+        async with connected() as (conn, _server):
+            thread = await conn.start_thread()
+            async with thread.turn("stall") as turn:
+                async for event in turn:
+                    if isinstance(event, CodexAgentMessageDelta):
+                        with pytest.warns(DeprecationWarning, match=r"use cancel\(\)"):
+                            await turn.interrupt()
+                result = await turn.result()
+    assert result.status == "interrupted"
+
+
+async def test_more_events_than_max_events_unread_fail_the_turn_loud_and_interrupt_it() -> None:
+    """Issue 18 / one turn API: past max_events unread events the turn fails with
+    TurnOverflowError (after the events before it) and is interrupted on codex's side; the
+    connection's notification task never waits for the turn's reader, and the connection
+    runs the next turn."""
+    server = _InterruptSeen()
+    got: list[CodexEvent] = []
+    with anyio.fail_after(10):
+        async with connected(server) as (conn, _):
+            thread = await conn.start_thread()
+            async with thread.turn("stall", max_events=2) as turn:
+                await server.interrupted.wait()  # nothing was read: the push interrupted it
+                with pytest.raises(TurnOverflowError) as info:
+                    await read_into(got, turn)
+                with pytest.raises(TurnOverflowError):
+                    await turn.result()
+            assert turn.done
+            assert (await thread.run("Say hello.")).status == "completed"
+    assert len(got) == 2
+    assert (info.value.limit, info.value.read) == (2, 0)
+    assert len(named(server.received, "turn/interrupt")) == 1
+
+
 async def test_an_interrupt_refused_before_the_turn_started_is_sent_again() -> None:
     """An interrupt that reaches codex after its turn/start answer but before the turn really
     started is refused "no active turn to interrupt"; the client sends it again once the turn
@@ -422,7 +497,7 @@ async def test_an_interrupt_refused_before_the_turn_started_is_sent_again() -> N
         async with connected() as (conn, server):
             thread = await conn.start_thread()
             async with thread.turn("late") as turn:
-                await turn.interrupt()
+                await turn.cancel()
                 result = await turn.result()
     assert result.status == "interrupted"
     assert len(named(server.received, "turn/interrupt")) == 2
@@ -693,7 +768,7 @@ async def test_a_second_turn_on_a_busy_thread_is_refused() -> None:
                 with pytest.raises(RuntimeError, match="already has a turn"):
                     async with thread.turn("Say hello."):
                         pass
-                await turn.interrupt()
+                await turn.cancel()
             assert (await turn.result()).status == "interrupted"
 
 

@@ -16,13 +16,14 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from typing import TYPE_CHECKING, cast, final
 
 import anyio
 
 from ..protocol.jsonrpc import JsonValue
 from ..rpc import ConnectionClosedError, RPCError
+from ..transports import TurnOverflowError
 from ..transports.acp_client import (
     AgentConnection,
     AgentStartupError,
@@ -366,16 +367,19 @@ async def run_turn(
             turn.abandon()
 
         tg.start_soon(forward_cancel)
-        async for update in turn:
-            if isinstance(update, acp.AgentMessageChunkSessionUpdate) and isinstance(
-                update.content, acp.TextContentBlock
-            ):
-                text.append(update.content.text)
-            if feed is not None:
-                for event in progress.map(update):
-                    feed.push(event)
+        with suppress(TurnOverflowError):  # result() raises it again, below
+            async for update in turn:
+                if isinstance(update, acp.AgentMessageChunkSessionUpdate) and isinstance(
+                    update.content, acp.TextContentBlock
+                ):
+                    text.append(update.content.text)
+                if feed is not None:
+                    for event in progress.map(update):
+                        feed.push(event)
         try:
             response = await turn.result()
+        except TurnOverflowError as exc:
+            failure = SubagentOutcome.failed(child_id, "turn", str(exc), exc)
         except ConnectionClosedError as exc:
             failure = SubagentOutcome.failed(child_id, "infrastructure", str(exc), exc)
         except TimeoutError:  # abandoned: the agent never confirmed the cancel

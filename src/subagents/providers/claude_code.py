@@ -55,6 +55,7 @@ from typing import Final, cast, final
 import anyio
 
 from ..protocol.jsonrpc import JsonObject, JsonValue
+from ..transports import TurnOverflowError
 from ..transports.claude_code import (
     ClaudeAssistantMessage,
     ClaudeConfigError,
@@ -280,12 +281,13 @@ async def run_claude_turn(
     """Read ``turn`` to its result and map its end to an outcome (see the module docstring).
 
     ``on_session`` is called with the session id when ``system/init`` arrives; the signal
-    interrupts the turn. A lost connection raises :class:`ClaudeConnectionError`."""
+    interrupts the turn (``turn.cancel()``). A lost connection raises
+    :class:`ClaudeConnectionError`."""
 
     async def forward_cancel() -> None:
         await cancel.wait()
         with suppress(ClaudeControlError, ClaudeConnectionError, TimeoutError):
-            await connection.interrupt()
+            await turn.cancel()
 
     seen_session = False
     failure: Exception | None = None
@@ -301,7 +303,7 @@ async def run_claude_turn(
                 if feed is not None:
                     for progress in mapper.map(event):
                         feed.push(progress)
-        except (ClaudeLineTooLongError, ClaudeConnectionError) as exc:
+        except (ClaudeLineTooLongError, ClaudeConnectionError, TurnOverflowError) as exc:
             failure = exc  # raised below, not wrapped in an ExceptionGroup
         tg.cancel_scope.cancel()
     if isinstance(failure, ClaudeConnectionError):
@@ -310,8 +312,7 @@ async def run_claude_turn(
         if not seen_session and on_session is not None:
             on_session(connection.session_id or "")
         return SubagentOutcome.failed(child_id(), "turn", str(failure), failure)
-    result = turn.result
-    assert result is not None
+    result = await turn.result()  # read to the end above: it is there
     if not seen_session and on_session is not None:
         on_session(result.session_id or connection.session_id or "")
     return _outcome(child_id(), result, cancel)

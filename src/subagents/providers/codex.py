@@ -60,6 +60,7 @@ from pydantic import ValidationError
 from ..protocol import codex
 from ..protocol.jsonrpc import JsonValue
 from ..rpc import ConnectionClosedError, RPCError
+from ..transports import TurnOverflowError
 from ..transports.codex_app_server import (
     CodexAgentMessageDelta,
     CodexApprovalPolicy,
@@ -272,14 +273,15 @@ async def run_codex_turn(
                 await cancel.wait()
                 # The transport re-sends an interrupt codex refuses before the turn started.
                 with suppress(CodexError, ConnectionClosedError):
-                    await turn.interrupt()
+                    await turn.cancel()
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(forward_cancel)
-                async for event in turn:
-                    if feed is not None:
-                        for progress in mapper.map(event):
-                            feed.push(progress)
+                with suppress(TurnOverflowError):  # result() raises it again, below
+                    async for event in turn:
+                        if feed is not None:
+                            for progress in mapper.map(event):
+                                feed.push(progress)
                 tg.cancel_scope.cancel()
             result = await turn.result()
     except ConnectionClosedError as exc:
@@ -287,6 +289,8 @@ async def run_codex_turn(
     except RPCError as exc:
         kind = "prompt" if exc.code in _INVALID_REQUEST_CODES else "turn"
         return SubagentOutcome.failed(child_id, kind, f"codex refused the turn: {exc}", exc)
+    except TurnOverflowError as exc:
+        return SubagentOutcome.failed(child_id, "turn", str(exc), exc)
     usage = _usage(result.usage)
     if result.status == "interrupted":
         reason = cancel.reason if cancel.cancelled else None

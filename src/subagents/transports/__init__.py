@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from ._fd import open_stdio_streams as open_stdio_streams
     from ._fd import pipe_pair as pipe_pair
     from ._fd import wrap_pipe_fds as wrap_pipe_fds
+    from ._turn_events import DEFAULT_MAX_EVENTS as DEFAULT_MAX_EVENTS
+    from ._turn_events import TurnOverflowError as TurnOverflowError
     from .acp_agent import AGENT_PROTOCOL_VERSIONS as AGENT_PROTOCOL_VERSIONS
     from .acp_agent import Agent as Agent
     from .acp_agent import AgentTurn as AgentTurn
@@ -116,6 +118,8 @@ if TYPE_CHECKING:
     from .process import terminate_process_group as terminate_process_group
 
 _WHERE: dict[str, str] = {
+    "DEFAULT_MAX_EVENTS": "._turn_events",
+    "TurnOverflowError": "._turn_events",
     "AGENT_PROTOCOL_VERSIONS": ".acp_agent",
     "Agent": ".acp_agent",
     "AgentConnection": ".acp_client",
@@ -243,6 +247,7 @@ def __dir__() -> list[str]:
 __all__ = (
     "AGENT_PROTOCOL_VERSIONS",
     "BASE_ENV_VARS",
+    "DEFAULT_MAX_EVENTS",
     "DEFAULT_MAX_LINE_BYTES",
     "Agent",
     "AgentConnection",
@@ -317,6 +322,7 @@ __all__ = (
     "TokenUsage",
     "ToolPermissionRequest",
     "TurnError",
+    "TurnOverflowError",
     "TurnResult",
     "accept_policy",
     "allow_policy",

@@ -100,10 +100,8 @@ class ClientHandlers:
             session.idle_updates.append(note.update)
             return
         turn.update_count += 1
-        try:
-            await turn.inbox.updates.send(note.update)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            session.idle_updates.append(note.update)
+        # Never waits: past max_events unread the turn fails and is cancelled (TurnEvents).
+        turn.inbox.updates.push(note.update)
 
     async def on_permission(self, request: acp.RequestPermissionRequest) -> ACPModel:
         connection = self.connection

@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import suppress
 from types import TracebackType
-from typing import TYPE_CHECKING, Final, final
+from typing import TYPE_CHECKING, final
 
 import anyio
 import anyio.abc
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ..protocol import acp
 from ..rpc import ConnectionClosedError, RPCError
+from ._turn_events import DEFAULT_MAX_EVENTS, TurnEvents, TurnOverflowError
 
 if TYPE_CHECKING:
     from .acp_client import ClientSession
 
 __all__ = ("PromptTurn", "TurnInbox", "validation_error")
-
-_TURN_BUFFER: Final = 1024
 
 
 def validation_error() -> type[Exception]:
@@ -32,12 +31,12 @@ def validation_error() -> type[Exception]:
 @final
 class TurnInbox:
     """A running turn's inbound side, fed by the connection's handlers: its updates (in
-    order, at most 1024 buffered) and the permission requests pending in it."""
+    order; the overflow policy of :class:`~subagents.transports.TurnOverflowError`) and the
+    permission requests pending in it."""
 
-    def __init__(self) -> None:
-        send, receive = anyio.create_memory_object_stream[acp.SessionUpdate](_TURN_BUFFER)
-        self.updates: MemoryObjectSendStream[acp.SessionUpdate] = send
-        self.received: MemoryObjectReceiveStream[acp.SessionUpdate] = receive
+    def __init__(self, max_events: int, on_overflow: Callable[[TurnOverflowError], None]) -> None:
+        self.updates = TurnEvents[acp.SessionUpdate](max_events, on_overflow=on_overflow)
+        """Pushed by the ``session/update`` handler (never waits), read by the turn."""
         self.permission_scopes: set[anyio.CancelScope] = set()
         """One per pending permission request: :meth:`PromptTurn.cancel` cancels them."""
 
@@ -48,13 +47,19 @@ class PromptTurn:
 
     Use it as an async context manager (``async with session.prompt(...) as turn``). Leaving
     the block before the turn ended cancels the turn (``session/cancel``) and waits, within
-    ``cancel_timeout``, for the agent's answer.
+    ``cancel_timeout``, for the agent's answer. More than ``max_events`` unread updates fail
+    the turn with :class:`~subagents.transports.TurnOverflowError` and cancel it.
     """
 
-    def __init__(self, session: ClientSession, prompt: list[acp.ContentBlock]) -> None:
+    def __init__(
+        self,
+        session: ClientSession,
+        prompt: list[acp.ContentBlock],
+        max_events: int = DEFAULT_MAX_EVENTS,
+    ) -> None:
         self._session = session
         self._prompt = prompt
-        self.inbox = TurnInbox()
+        self.inbox = TurnInbox(max_events, self._overflowed)
         """The connection's side of the turn (its handlers feed it)."""
         self._done = anyio.Event()
         self._response: acp.PromptResponse | None = None
@@ -71,20 +76,26 @@ class PromptTurn:
         return self
 
     async def __anext__(self) -> acp.SessionUpdate:
-        try:
-            return await self.inbox.received.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            raise StopAsyncIteration from None
+        return await self.inbox.updates.__anext__()
 
     async def result(self) -> acp.PromptResponse:
-        """Wait for the end of the turn (draining updates nobody read) and return its result.
+        """Wait for the end of the turn (dropping updates nobody read, and later ones) and
+        return its result.
 
         Raises what the request raised: :class:`~subagents.rpc.RPCError` for an error answer,
-        :class:`~subagents.rpc.ConnectionClosedError` when the agent went away.
+        :class:`~subagents.rpc.ConnectionClosedError` when the agent went away;
+        :class:`~subagents.transports.TurnOverflowError` when the updates overflowed.
         """
-        async for _ in self:
-            pass
+        await self.inbox.updates.drain()
         await self._done.wait()
+        return self.result_nowait()
+
+    def result_nowait(self) -> acp.PromptResponse:
+        """The result of a turn that ended (raising as :meth:`result` does); raises
+        ``anyio.WouldBlock`` while it runs."""
+        self.inbox.updates.raise_failure()
+        if not self._done.is_set():
+            raise anyio.WouldBlock
         if self._error is not None:
             raise self._error
         assert self._response is not None
@@ -112,6 +123,17 @@ class PromptTurn:
             "session/cancel",
             acp.to_wire(acp.CancelNotification(session_id=self._session.session_id)),
         )
+
+    def _overflowed(self, error: TurnOverflowError) -> None:
+        self._session.connection.task_group.start_soon(self._cancel_overflowed)
+
+    async def _cancel_overflowed(self) -> None:
+        """Cancel the overflowed turn, as leaving its block does (bounded)."""
+        with anyio.move_on_after(self._session.connection.cancel_timeout):
+            with suppress(ConnectionClosedError):
+                await self.cancel()
+            await self._done.wait()
+        self.abandon()
 
     def abandon(self) -> None:
         """Stop waiting for this turn's answer, for an agent that ignores ``session/cancel``:
@@ -151,7 +173,6 @@ class PromptTurn:
         session = self._session
         if session.current_turn is not None:
             self.inbox.updates.close()
-            self.inbox.received.close()
             raise RuntimeError(f"session {session.session_id} already has a turn running")
         session.current_turn = self
         try:
@@ -161,7 +182,6 @@ class PromptTurn:
             if session.current_turn is self:
                 session.current_turn = None
             self.inbox.updates.close()
-            self.inbox.received.close()
             raise
         return self
 
@@ -171,18 +191,13 @@ class PromptTurn:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        self.inbox.updates.discard()  # nobody reads them any more
         with anyio.CancelScope(shield=True):
             if not self._done.is_set():
                 with suppress(ConnectionClosedError):
                     await self.cancel()
                 with anyio.move_on_after(self._session.connection.cancel_timeout):
-                    async for _ in self:
-                        pass
                     await self._done.wait()
                 if not self._done.is_set() and self._request_scope is not None:
                     self._request_scope.cancel()
                     await self._done.wait()
-            else:
-                async for _ in self:
-                    pass
-        self.inbox.received.close()

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import suppress
 from typing import Final, final
 
@@ -44,6 +43,7 @@ from ..protocol.framing import NEED_DATA, LineSplitter, OversizedLine
 from ..protocol.jsonrpc import JsonObject
 from ..rpc import PendingRequests
 from ._policy import call_policy
+from ._turn_events import TurnEvents, TurnOverflowError
 
 __all__ = ("ClaudeConnectionError", "ClaudeWire", "TurnState")
 
@@ -64,48 +64,36 @@ def _tool_asked(label: str, request: ClaudeToolPermissionRequest) -> str:
 
 @final
 class TurnState:
-    """One turn as the reader feeds it: its events in order, then its end."""
+    """One turn as the reader feeds it: its events in order (up to and including its
+    :class:`ClaudeResult`), then its end."""
 
-    def __init__(self) -> None:
-        self.queue: deque[ClaudeEvent | BaseException] = deque()
-        self.wakeup = anyio.Event()
+    def __init__(
+        self, max_events: int, on_overflow: Callable[[TurnOverflowError], None] | None = None
+    ) -> None:
+        self.events = TurnEvents[ClaudeEvent](max_events, on_overflow=on_overflow)
         self.result: ClaudeResult | None = None
-        self.done = False  # the result (or an error) has been queued for the reader
-        self.error: BaseException | None = None
         self.settled = anyio.Event()  # the CLI is done with this turn (result seen, or lost)
+        self.interrupt_requested = False
+        """An ``interrupt`` was sent for this turn (by ``cancel()``, overflow or leaving)."""
+
+    @property
+    def done(self) -> bool:
+        """The result (or an error) has been queued for the reader."""
+        return self.events.ended
 
     def push(self, item: ClaudeEvent) -> None:
         if isinstance(item, ClaudeResult):
             self.settled.set()
         if self.done:
             return  # the turn failed already: what follows is read and dropped
-        self.queue.append(item)
-        if isinstance(item, ClaudeResult):
+        if self.events.push(item) and isinstance(item, ClaudeResult):
             self.result = item
-            self.done = True
-        self.wakeup.set()
+            self.events.close()
 
     def fail(self, exc: BaseException, *, settled: bool = False) -> None:
         if settled:
             self.settled.set()
-        if not self.done:
-            self.done = True
-            self.error = exc
-            self.queue.append(exc)
-            self.wakeup.set()
-
-    async def next(self) -> ClaudeEvent:
-        while not self.queue:
-            if self.done:  # everything was read already
-                if self.error is not None:
-                    raise self.error
-                raise StopAsyncIteration
-            await self.wakeup.wait()
-            self.wakeup = anyio.Event()
-        item = self.queue.popleft()
-        if isinstance(item, BaseException):
-            raise item
-        return item
+        self.events.fail(exc)
 
 
 @final
@@ -128,7 +116,7 @@ class ClaudeWire:
         self.session_id: str | None = None
         self.line_errors: list[ClaudeLineTooLongError] = []
         self._stdin = stdin
-        self._tg = tg
+        self.task_group = tg
         self._policy = policy
         self._hooks = hooks
         self._max_line_bytes = max_line_bytes
@@ -242,7 +230,7 @@ class ClaudeWire:
         elif isinstance(read, ClaudeControlRequest):
             scope = anyio.CancelScope()
             self._handlers[read.request_id] = scope
-            self._tg.start_soon(self._answer, read, scope)
+            self.task_group.start_soon(self._answer, read, scope)
         elif isinstance(read, ClaudeControlCancel):
             scope = self._handlers.pop(read.request_id, None)
             if scope is not None:

@@ -2,14 +2,16 @@
 
 The notifications → events → result logic is sans-IO, in
 :class:`~subagents.protocol.codex.CodexTurnProgress`; this module adds the I/O around it:
-the event stream, ``turn/start`` and ``turn/interrupt``, and the reconciliation through
-``thread/read`` when ``turn/completed`` never comes.
+the event buffer (:class:`~subagents.transports._turn_events.TurnEvents`), ``turn/start`` and
+``turn/interrupt``, and the reconciliation through ``thread/read`` when ``turn/completed``
+never comes.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import warnings
 from collections import deque
 from collections.abc import Callable, Mapping
 from contextlib import suppress
@@ -17,13 +19,13 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Final, final
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from pydantic import BaseModel, ValidationError
 
 from ..protocol import codex
 from ..protocol.codex import methods
 from ..protocol.jsonrpc import JsonValue
 from ..rpc import ConnectionClosedError, Peer, RPCError
+from ._turn_events import DEFAULT_MAX_EVENTS, TurnEvents, TurnOverflowError
 
 if TYPE_CHECKING:
     from .codex_app_server import CodexThread
@@ -137,7 +139,8 @@ class CodexTurn:
 
     Use it as an async context manager (``async with thread.turn(...) as turn``): entering
     sends ``turn/start``; leaving before the turn ended interrupts it and waits, bounded, for
-    the end.
+    the end. More than ``max_events`` unread events fail the turn with
+    :class:`~subagents.transports.TurnOverflowError` and interrupt it.
     """
 
     def __init__(
@@ -146,6 +149,7 @@ class CodexTurn:
         inputs: list[codex.UserInput],
         output_schema: Mapping[str, JsonValue] | None,
         deadline: float | None,
+        max_events: int = DEFAULT_MAX_EVENTS,
     ) -> None:
         self.thread = thread
         self.id: str | None = None
@@ -153,11 +157,9 @@ class CodexTurn:
         self._inputs = inputs
         self._output_schema = None if output_schema is None else dict(output_schema)
         self._deadline = deadline
-        # Unbounded on purpose: the connection's one notification task must never wait for a
+        # Pushing never waits: the connection's one notification task must never wait for a
         # slow reader of one turn (every other turn and every answer would wait behind it).
-        send, receive = anyio.create_memory_object_stream[codex.CodexEvent](math.inf)
-        self._send: MemoryObjectSendStream[codex.CodexEvent] = send
-        self._receive: MemoryObjectReceiveStream[codex.CodexEvent] = receive
+        self._events = TurnEvents[codex.CodexEvent](max_events, on_overflow=self._overflowed)
         self._progress = codex.CodexTurnProgress()
         self._done = anyio.Event()
         self._bound = anyio.Event()
@@ -169,7 +171,9 @@ class CodexTurn:
         self._failure: BaseException | None = None
         self._watch_scope: anyio.CancelScope | None = None
         self.interrupt_requested = False
-        """Whether :meth:`interrupt` was called (or the block was left early)."""
+        """Whether :meth:`cancel` was called (or the block was left early)."""
+        self._interrupt_taken = False  # codex answered a turn/interrupt of this turn
+        self._interrupts_in_flight = 0
 
     # -- consuming
 
@@ -177,17 +181,23 @@ class CodexTurn:
         return self
 
     async def __anext__(self) -> codex.CodexEvent:
-        try:
-            return await self._receive.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            raise StopAsyncIteration from None
+        return await self._events.__anext__()
 
     async def result(self) -> codex.CodexTurnResult:
-        """Wait for the end of the turn (draining events nobody read) and return how it
-        ended. Raises :class:`~subagents.rpc.ConnectionClosedError` when codex went away."""
-        async for _ in self:
-            pass
+        """Wait for the end of the turn (dropping events nobody read, and later ones) and
+        return how it ended. Raises :class:`~subagents.rpc.ConnectionClosedError` when codex
+        went away, :class:`~subagents.transports.TurnOverflowError` when the events
+        overflowed."""
+        await self._events.drain()
         await self._done.wait()
+        return self.result_nowait()
+
+    def result_nowait(self) -> codex.CodexTurnResult:
+        """How a turn that ended ended (raising as :meth:`result` does); raises
+        ``anyio.WouldBlock`` while it runs."""
+        self._events.raise_failure()
+        if not self._done.is_set():
+            raise anyio.WouldBlock
         if self._failure is not None:
             raise self._failure
         assert self._result is not None
@@ -205,15 +215,31 @@ class CodexTurn:
         ahead of the events read so far."""
         return dict(self._progress.messages)
 
-    # -- interrupting
+    # -- cancelling
 
-    async def interrupt(self) -> None:
+    async def cancel(self) -> None:
         """``turn/interrupt``; the turn then ends ``interrupted``. Time-boxed; "no active
         turn to interrupt" (it already ended) counts as success."""
         if self._done.is_set() or self.id is None:
             return
         self.interrupt_requested = True
         await self._send_interrupt()
+
+    async def interrupt(self) -> None:
+        """Deprecated: :meth:`cancel` (the name every turn shares)."""
+        warnings.warn(
+            "CodexTurn.interrupt() is deprecated: use cancel()", DeprecationWarning, stacklevel=2
+        )
+        await self.cancel()
+
+    def _overflowed(self, error: TurnOverflowError) -> None:
+        self.thread.connection.task_group.start_soon(self._stop_overflowed)
+
+    async def _stop_overflowed(self) -> None:
+        """Interrupt the overflowed turn, as leaving its block does (bounded)."""
+        with anyio.move_on_after(CANCELLED_EXIT_TIMEOUT):
+            await self._bound.wait()  # an event may come before the turn/start answer
+        await self._stop(INTERRUPT_TIMEOUT, INTERRUPT_SETTLE_TIMEOUT)
 
     async def _send_interrupt(self, timeout: float | None = None) -> None:
         """Send ``turn/interrupt`` until codex takes it, the turn ends, or ``timeout`` passes.
@@ -223,6 +249,13 @@ class CodexTurn:
         sent again once ``turn/started`` is seen (or after a short pause), instead of taking
         the turn for ended while it runs on unseen.
         """
+        self._interrupts_in_flight += 1
+        try:
+            await self._send_interrupt_until_taken(timeout)
+        finally:
+            self._interrupts_in_flight -= 1
+
+    async def _send_interrupt_until_taken(self, timeout: float | None) -> None:
         assert self.id is not None
         params = wire_params(codex.TurnInterruptParams(thread_id=self.thread.id, turn_id=self.id))
         limit = INTERRUPT_TIMEOUT if timeout is None else timeout
@@ -230,6 +263,7 @@ class CodexTurn:
             while not self._done.is_set():
                 try:
                     await self.thread.connection.request(methods.TURN_INTERRUPT, params)
+                    self._interrupt_taken = True
                     return
                 except CodexError as exc:
                     if "no active turn" not in exc.message:
@@ -276,7 +310,7 @@ class CodexTurn:
             self._active.set()
         if self._progress.idle:
             self._wake.set()
-        self._send.send_nowait(event)
+        self._events.push(event)
         return True
 
     def _bind(self, turn_id: str) -> None:
@@ -303,7 +337,7 @@ class CodexTurn:
             self._finish()
 
     def _finish(self) -> None:
-        self._send.close()
+        self._events.close()
         self._done.set()
         self._wake.set()
         if self._watch_scope is not None:
@@ -368,7 +402,7 @@ class CodexTurn:
         connection = self.thread.connection
         state = self.thread.state
         if state.turn is not None:
-            self._close_streams()
+            self._events.close()
             raise RuntimeError(f"thread {self.thread.id} already has a turn running")
         state.start(self, self._deliver, self._fail)
         params = wire_params(
@@ -391,7 +425,6 @@ class CodexTurn:
                         with suppress(CodexError, ConnectionClosedError):
                             await self._send_interrupt()
             self._fail(exc)
-            self._close_streams()
             raise
         self._bind(answer.turn.id)
         if answer.turn.status != "inProgress":
@@ -407,24 +440,27 @@ class CodexTurn:
         tb: TracebackType | None,
     ) -> None:
         cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
-        interrupt_timeout = CANCELLED_EXIT_TIMEOUT if cancelled else INTERRUPT_TIMEOUT
-        settle_timeout = CANCELLED_EXIT_TIMEOUT if cancelled else INTERRUPT_SETTLE_TIMEOUT
+        self._events.discard()  # nobody reads them any more; result() still works
         with anyio.CancelScope(shield=True):
-            if not self._done.is_set() and self.id is not None:
-                self.interrupt_requested = True
-                with suppress(CodexError, ConnectionClosedError):
-                    await self._send_interrupt(interrupt_timeout)
-                with anyio.move_on_after(settle_timeout):
-                    await self._done.wait()
-                if not self._done.is_set():
-                    self._result = self._progress.ended(
-                        "interrupted",
-                        "the turn was left early and did not confirm its interruption",
-                    )
-                    self._finish()
-        self._close_streams()
+            if cancelled:
+                await self._stop(CANCELLED_EXIT_TIMEOUT, CANCELLED_EXIT_TIMEOUT)
+            else:
+                await self._stop(INTERRUPT_TIMEOUT, INTERRUPT_SETTLE_TIMEOUT)
 
-    def _close_streams(self) -> None:
-        # Events nobody read are dropped; result() still works (it sees a closed stream).
-        self._send.close()
-        self._receive.close()
+    async def _stop(self, interrupt_timeout: float, settle_timeout: float) -> None:
+        """Interrupt a running turn and wait, bounded, for its end; a turn that does not
+        confirm ends ``interrupted`` here."""
+        if self._done.is_set() or self.id is None:
+            return
+        self.interrupt_requested = True
+        # Not again when codex took one or one is on its way (a repeated interrupt can hang).
+        if not (self._interrupt_taken or self._interrupts_in_flight):
+            with suppress(CodexError, ConnectionClosedError):
+                await self._send_interrupt(interrupt_timeout)
+        with anyio.move_on_after(settle_timeout):
+            await self._done.wait()
+        if not self._done.is_set():
+            self._result = self._progress.ended(
+                "interrupted", "the turn was left early and did not confirm its interruption"
+            )
+            self._finish()

@@ -55,6 +55,7 @@ from ..rpc import ConnectionClosedError, Peer, Router, RPCError, open_peer
 from ._acp_handlers import ClientHandlers, PermissionPolicy, allow_policy, reject_policy
 from ._acp_turn import PromptTurn, validation_error
 from ._child_connection import ChildCommand, ChildDialect, open_child_connection
+from ._turn_events import DEFAULT_MAX_EVENTS
 from .process import AgentProcess
 
 __all__ = (
@@ -158,9 +159,14 @@ class ClientSession:
         self.idle_updates: deque[acp.SessionUpdate] = deque(maxlen=256)
         """Updates received while no turn ran (the last 256), e.g. available commands."""
 
-    def prompt(self, prompt: str | Sequence[acp.ContentBlock]) -> PromptTurn:
-        """Start a turn when entered: ``async with session.prompt("hi") as turn: ...``."""
-        return PromptTurn(self, _text_prompt(prompt))
+    def prompt(
+        self, prompt: str | Sequence[acp.ContentBlock], *, max_events: int = DEFAULT_MAX_EVENTS
+    ) -> PromptTurn:
+        """Start a turn when entered: ``async with session.prompt("hi") as turn: ...``.
+
+        More than ``max_events`` updates unread fail the turn with
+        :class:`~subagents.transports.TurnOverflowError` and cancel it."""
+        return PromptTurn(self, _text_prompt(prompt), max_events)
 
     async def run(self, prompt: str | Sequence[acp.ContentBlock]) -> acp.PromptResponse:
         """Run one turn to its end, discarding updates; returns its result."""

@@ -8,7 +8,7 @@
             async for event in turn:                  # typed events, in order
                 if isinstance(event, ClaudeStreamEvent) and event.text_delta:
                     print(event.text_delta, end="")
-        result = turn.result                          # ClaudeResult(subtype, is_error, ...)
+            result = await turn.result()              # ClaudeResult(subtype, is_error, ...)
 
 :func:`connect_claude` starts the CLI; :func:`connect_claude_over` speaks to one over a
 byte-stream pair (its stdout and stdin). The wire is one JSON object per line both ways (the
@@ -32,8 +32,10 @@ the argv, the control messages and the line → event parsing are sans-IO, in
   turn with :class:`ClaudeLineTooLongError` naming its size; lines not starting with ``{`` are
   skipped; unknown message types and subtypes are delivered as :class:`ClaudeRawEvent`;
 - only JSON objects are ever written to stdin (a non-JSON line kills the CLI);
-- cancellation is the ``interrupt`` control request (closing stdin does not end a turn);
-  leaving a turn's block early interrupts it and waits (bounded) for its result;
+- cancellation is the ``interrupt`` control request (closing stdin does not end a turn):
+  ``turn.cancel()``; leaving a turn's block early interrupts it and waits (bounded) for its
+  result; more than ``max_events`` unread events fail the turn with
+  :class:`~subagents.transports.TurnOverflowError` and interrupt it;
 - closing: interrupt if a turn runs, close stdin, wait, then the process layer's ladder
   (SIGTERM before SIGKILL: the CLI kills its tool children on SIGTERM, SIGKILL orphans them).
 """
@@ -41,6 +43,7 @@ the argv, the control messages and the line → event parsing are sans-IO, in
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from typing import Final, final
@@ -74,6 +77,7 @@ from ..protocol.claude import (
 from ..protocol.jsonrpc import JsonObject, JsonValue
 from ._child_connection import ChildDialect, open_child_connection
 from ._claude_wire import ClaudeConnectionError, ClaudeWire, TurnState
+from ._turn_events import DEFAULT_MAX_EVENTS, TurnOverflowError
 from .process import BASE_ENV_VARS, AgentProcess, open_agent_process
 
 __all__ = (
@@ -190,17 +194,13 @@ async def allow_tools_policy(
 class ClaudeTurn:
     """One user message and the events up to and including its :class:`ClaudeResult`.
 
-    Iterate it for the events; :attr:`result` is set once the result line has arrived.
-    Made by :meth:`ClaudeConnection.turn`.
+    Iterate it for the events, then ``await result()``; ``cancel()`` interrupts it. Made by
+    :meth:`ClaudeConnection.turn`.
     """
 
-    def __init__(self, state: TurnState) -> None:
+    def __init__(self, wire: ClaudeWire, state: TurnState) -> None:
+        self._wire = wire
         self._state = state
-
-    @property
-    def result(self) -> ClaudeResult | None:
-        """The result, once it arrived."""
-        return self._state.result
 
     @property
     def done(self) -> bool:
@@ -216,14 +216,42 @@ class ClaudeTurn:
         return self
 
     async def __anext__(self) -> ClaudeEvent:
-        return await self._state.next()
+        return await self._state.events.__anext__()
+
+    async def result(self) -> ClaudeResult:
+        """Wait for the result (dropping events nobody read, and later ones) and return it.
+
+        Raises the turn's error: :class:`ClaudeConnectionError` (the CLI went away),
+        :class:`ClaudeLineTooLongError`, :class:`~subagents.transports.TurnOverflowError`,
+        ``TimeoutError`` (the block was left and the interrupted turn never finished).
+        """
+        await self._state.events.drain()
+        return self.result_nowait()
+
+    def result_nowait(self) -> ClaudeResult:
+        """The result once it arrived (raising as :meth:`result` does); raises
+        ``anyio.WouldBlock`` before."""
+        self._state.events.raise_failure()
+        if self._state.result is None:
+            raise anyio.WouldBlock
+        return self._state.result
+
+    async def cancel(self) -> None:
+        """Interrupt this turn (the ``interrupt`` control request); it then ends with an
+        ``error_during_execution`` result and the process stays usable. A no-op once the CLI
+        finished the turn (or its block was left)."""
+        state = self._state
+        if state.settled.is_set() or self._wire.turn is not state or self._wire.lost is not None:
+            return
+        state.interrupt_requested = True
+        await self._wire.control("interrupt", CONTROL_TIMEOUT, {})
 
     async def wait(self) -> ClaudeResult:
-        """Read the remaining events; the result."""
-        async for _ in self:
-            pass
-        assert self._state.result is not None
-        return self._state.result
+        """Deprecated: :meth:`result` (the name every turn shares)."""
+        warnings.warn(
+            "ClaudeTurn.wait() is deprecated: use result()", DeprecationWarning, stacklevel=2
+        )
+        return await self.result()
 
 
 # ---------------------------------------------------------------- the connection
@@ -292,13 +320,21 @@ class ClaudeConnection:
         self._wire.lose(reason)
 
     @asynccontextmanager
-    async def turn(self, prompt: str | Sequence[JsonObject]) -> AsyncGenerator[ClaudeTurn, None]:
+    async def turn(
+        self, prompt: str | Sequence[JsonObject], *, max_events: int = DEFAULT_MAX_EVENTS
+    ) -> AsyncGenerator[ClaudeTurn, None]:
         """Send a user message; yield its :class:`ClaudeTurn`. Leaving the block before the
-        result interrupts the turn and waits (bounded) for its result."""
+        result interrupts the turn and waits (bounded) for its result. More than
+        ``max_events`` unread events fail the turn with
+        :class:`~subagents.transports.TurnOverflowError` and interrupt it."""
         wire = self._wire
         async with self._turn_lock:
-            state = TurnState()
-            turn = ClaudeTurn(state)
+
+            def overflowed(error: TurnOverflowError) -> None:
+                wire.task_group.start_soon(self._stop_overflowed, state)
+
+            state = TurnState(max_events, overflowed)
+            turn = ClaudeTurn(wire, state)
             if wire.lost is not None:
                 raise ClaudeConnectionError(str(wire.lost))
             wire.turn = state
@@ -307,10 +343,12 @@ class ClaudeConnection:
                 try:
                     yield turn
                 except BaseException as exc:
+                    state.events.discard()
                     if not turn.settled:
                         cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
                         await self._abandon(state, cancelled=cancelled)
                     raise
+                state.events.discard()
                 if not turn.settled:
                     await self._abandon(state, cancelled=False)
             finally:
@@ -319,15 +357,28 @@ class ClaudeConnection:
     async def query(self, prompt: str | Sequence[JsonObject]) -> ClaudeResult:
         """Run one turn to its result."""
         async with self.turn(prompt) as turn:
-            return await turn.wait()
+            return await turn.result()
 
     async def _abandon(self, state: TurnState, *, cancelled: bool) -> None:
+        """Interrupt a turn whose block was left early and wait (bounded) for its result; a
+        turn that does not finish in time fails with ``TimeoutError``."""
         bound = CANCELLED_EXIT_TIMEOUT if cancelled else INTERRUPT_SETTLE_TIMEOUT
         with anyio.CancelScope(shield=True), anyio.move_on_after(bound):
-            if self._wire.lost is None:
+            if self._wire.lost is None and not state.interrupt_requested:
+                state.interrupt_requested = True
                 with suppress(ClaudeControlError, ClaudeConnectionError, TimeoutError):
                     await self.control("interrupt", timeout=bound)
             await state.settled.wait()
+        state.fail(TimeoutError(f"the CLI did not finish the interrupted turn within {bound:g} s"))
+
+    async def _stop_overflowed(self, state: TurnState) -> None:
+        """Interrupt a turn whose events overflowed (bounded), as leaving its block does."""
+        wire = self._wire
+        if wire.lost is not None or wire.turn is not state or state.interrupt_requested:
+            return
+        state.interrupt_requested = True
+        with suppress(ClaudeControlError, ClaudeConnectionError, TimeoutError):
+            await self.control("interrupt", timeout=INTERRUPT_SETTLE_TIMEOUT)
 
 
 # ---------------------------------------------------------------- connect

@@ -81,6 +81,7 @@ from ..rpc import ConnectionClosedError, Peer, Router, RPCError, open_peer
 from ._child_connection import ChildCommand, ChildDialect, open_child_connection
 from ._codex_turn import BACKLOG, CodexError, CodexTurn, ThreadState, request, wire_params
 from ._policy import call_policy, policy_name
+from ._turn_events import DEFAULT_MAX_EVENTS
 from .process import AgentProcess
 
 __all__ = (
@@ -205,14 +206,17 @@ class CodexThread:
         *,
         output_schema: Mapping[str, JsonValue] | None = None,
         deadline: float | None = None,
+        max_events: int = DEFAULT_MAX_EVENTS,
     ) -> CodexTurn:
         """A turn, started when entered: ``async with thread.turn("hi") as turn: ...``.
 
         ``deadline``: seconds after which a turn whose ``turn/completed`` has not come is
         reconciled through ``thread/read`` (and interrupted); if it still has no final status
-        its result is ``failed`` with an error naming the deadline.
+        its result is ``failed`` with an error naming the deadline. More than ``max_events``
+        events unread fail the turn with :class:`~subagents.transports.TurnOverflowError`
+        and interrupt it.
         """
-        return CodexTurn(self, _inputs(input), output_schema, deadline)
+        return CodexTurn(self, _inputs(input), output_schema, deadline, max_events)
 
     async def run(
         self,

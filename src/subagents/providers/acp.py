@@ -361,7 +361,7 @@ async def run_turn(
 
         async def forward_cancel() -> None:
             await cancel.wait()
-            await session.cancel()
+            await turn.cancel()
             # An agent that ignores session/cancel must not hold the run forever.
             await anyio.sleep(session.connection.cancel_timeout)
             turn.abandon()

@@ -15,8 +15,9 @@ What it takes care of:
   client does not support (:class:`ProtocolVersionError`), within ``initialize_timeout``;
 - every optional method is sent only when the agent advertised it; otherwise
   :class:`CapabilityError` is raised before anything is sent;
-- ``session/update`` notifications reach the turn that is running, in order; a turn's result
-  comes only after every update received before it;
+- ``session/update`` notifications reach the turn that is running, in order, without ever
+  waiting for its reader (past ``max_events`` unread it fails with ``TurnOverflowError`` and
+  is cancelled); a turn's result comes only after every update received before it;
 - :meth:`ClientSession.cancel` sends ``session/cancel`` and answers every pending
   ``session/request_permission`` of that session with the ``cancelled`` outcome (a MUST of the
   spec that the official SDK leaves to its users);
@@ -162,10 +163,8 @@ class ClientSession:
     def prompt(
         self, prompt: str | Sequence[acp.ContentBlock], *, max_events: int = DEFAULT_MAX_EVENTS
     ) -> PromptTurn:
-        """Start a turn when entered: ``async with session.prompt("hi") as turn: ...``.
-
-        More than ``max_events`` updates unread fail the turn with
-        :class:`~subagents.transports.TurnOverflowError` and cancel it."""
+        """Start a turn when entered: ``async with session.prompt("hi") as turn: ...``; past
+        ``max_events`` unread updates it fails (``TurnOverflowError``) and is cancelled."""
         return PromptTurn(self, _text_prompt(prompt), max_events)
 
     async def run(self, prompt: str | Sequence[acp.ContentBlock]) -> acp.PromptResponse:

@@ -31,8 +31,9 @@ project's research note on the real 0.171.0 binary):
 - ``-32001`` (server overloaded) is retried with bounded exponential backoff;
 - a turn whose ``turn/completed`` never comes (a known upstream bug) is reconciled through
   ``thread/read`` when its thread goes idle or its deadline passes;
-- leaving a turn's block early interrupts it (``turn/interrupt``, time-boxed; "no active turn
-  to interrupt" counts as success);
+- ``turn.cancel()`` and leaving a turn's block early interrupt it (``turn/interrupt``,
+  time-boxed; "no active turn to interrupt" counts as success), and so does an overflow of
+  its ``max_events`` (:class:`~subagents.transports.TurnOverflowError`);
 - when the process dies, pending calls and running turns fail at once with
   :class:`~subagents.rpc.ConnectionClosedError` naming the exit status and the stderr tail;
 - closing: stdin is closed (codex exits within ~40 ms, even mid-turn), then the process

@@ -23,12 +23,15 @@ import anyio.to_thread
 from ..config import Permission
 from ..providers.contract import CancelSignal
 from ..providers.factory import PermissionQuestion
+from ..providers.progress import ProgressFeed
 from ._run_console import Console
 
 __all__ = ("Permissions", "read_answer")
 
 _POLL: Final = 0.1
 _DETAIL_WIDTH: Final = 200
+_CATCH_UP: Final = 0.5
+"""How long a question waits for the run's earlier progress to be shown before it."""
 
 
 def read_answer(stop: threading.Event, tty: str = "/dev/tty") -> str | None:
@@ -79,8 +82,14 @@ class Permissions:
         self.cancel = cancel
         self._lock = anyio.Lock()
         self._noted_no_terminal = False
+        self.progress: ProgressFeed | None = None
+        """The run's progress, once it started: a question is shown after what came before
+        it on the wire (the tool call it is about), not before."""
 
     async def __call__(self, question: PermissionQuestion) -> bool:
+        if self.progress is not None:
+            with anyio.move_on_after(_CATCH_UP):
+                await self.progress.caught_up()
         async with self._lock:  # one question on the terminal at a time
             if self.policy == "allow":
                 allowed, how = True, f"allowed ({self.why})"

@@ -464,7 +464,7 @@ async def _run_async(options: RunOptions, out: TextIO, err: TextIO, debug: bool)
             not_ready = await _not_ready(spec)
             if not_ready is not None:
                 return _report_not_ready(spec, not_ready, console, debug)
-            return await _delegate(provider, options, console, cancel, stops, debug)
+            return await _delegate(provider, options, console, permissions, cancel, stops, debug)
         finally:
             tg.cancel_scope.cancel()
     raise AssertionError("unreachable")  # pragma: no cover
@@ -474,11 +474,13 @@ async def _delegate(
     provider: ManagedProvider,
     options: RunOptions,
     console: Console,
+    permissions: Permissions,
     cancel: CancelSignal,
     stops: _Stops,
     debug: bool,
 ) -> int:
     from ..providers.fork import ForkProvider
+    from ..providers.progress import ProgressFeed
 
     spec = options.spec
     started = anyio.current_time()
@@ -514,6 +516,8 @@ async def _delegate(
                     child_id = child.id
                     console.event({"event": "started", "agent": spec.name, "child_id": child_id})
                     events = child.progress()
+                    if isinstance(events, ProgressFeed):
+                        permissions.progress = events
                     if events is not None:
                         async for event in events:
                             streamed = streamed or (event.kind == "text" and bool(event.text))

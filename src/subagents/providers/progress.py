@@ -26,6 +26,7 @@ class ProgressFeed:
             raise ValueError("a progress feed needs room for at least one event")
         self._events: deque[ProgressEvent] = deque(maxlen=capacity)
         self._wakeup: anyio.Event | None = None
+        self._emptied: anyio.Event | None = None
         self._closed = False
         self.dropped = 0
         self._text: list[str] = []
@@ -52,6 +53,21 @@ class ProgressFeed:
     def close(self) -> None:
         self._closed = True
         self._wake()
+        self._caught_up()
+
+    async def caught_up(self) -> None:
+        """Return once every event pushed so far has been read (or the feed is closed): what
+        the consumer does with an event right after reading it has been done, so a note
+        printed next comes after it (a permission question after the tool call it is about)."""
+        while self._events and not self._closed:
+            if self._emptied is None:
+                self._emptied = anyio.Event()
+            await self._emptied.wait()
+
+    def _caught_up(self) -> None:
+        if self._emptied is not None:
+            self._emptied.set()
+            self._emptied = None
 
     def _wake(self) -> None:
         if self._wakeup is not None:
@@ -68,7 +84,10 @@ class ProgressFeed:
             if self._wakeup is None:
                 self._wakeup = anyio.Event()
             await self._wakeup.wait()
-        return self._events.popleft()
+        event = self._events.popleft()
+        if not self._events:
+            self._caught_up()
+        return event
 
 
 def describe(event: ProgressEvent) -> str:

@@ -56,6 +56,7 @@ class TurnEvents(Generic[T]):
 
     __slots__ = (
         "_discarding",
+        "_emptied",
         "_ended",
         "_error",
         "_limit",
@@ -81,6 +82,7 @@ class TurnEvents(Generic[T]):
         self._error: BaseException | None = None
         self._discarding = False
         self._wakeup: anyio.Event | None = None  # made by a waiting consumer
+        self._emptied: anyio.Event | None = None  # made by a caller of caught_up()
 
     # -- the connection's side (sync: never waits)
 
@@ -107,6 +109,7 @@ class TurnEvents(Generic[T]):
         if not self._ended:
             self._ended = True
             self._wake()
+            self._caught_up()
 
     def fail(self, error: BaseException) -> None:
         """End the events with ``error``: iteration raises it once the ones pushed are read."""
@@ -114,6 +117,7 @@ class TurnEvents(Generic[T]):
             self._ended = True
             self._error = error
             self._wake()
+            self._caught_up()
 
     # -- the consumer's side
 
@@ -128,7 +132,10 @@ class TurnEvents(Generic[T]):
                 raise StopAsyncIteration
             await self._wait()
         self._read += 1
-        return self._queue.popleft()
+        event = self._queue.popleft()
+        if not self._queue:
+            self._caught_up()
+        return event
 
     def discard(self) -> None:
         """Drop the unread events, and every later one as it comes (counted as read): the
@@ -136,6 +143,16 @@ class TurnEvents(Generic[T]):
         self._read += len(self._queue)
         self._queue.clear()
         self._discarding = True
+        self._caught_up()
+
+    async def caught_up(self) -> None:
+        """Return once every event pushed so far has been read (or discarded), or the buffer
+        ended: a request that came after those events (a permission request after the tool
+        call it is about) can then be handled in order with them."""
+        while self._queue and not self._ended:
+            if self._emptied is None:
+                self._emptied = anyio.Event()
+            await self._emptied.wait()
 
     async def drain(self) -> None:
         """:meth:`discard`, then wait for the end; raises the error the buffer failed with."""
@@ -171,6 +188,11 @@ class TurnEvents(Generic[T]):
     @property
     def unread_count(self) -> int:
         return len(self._queue)
+
+    def _caught_up(self) -> None:
+        if self._emptied is not None:
+            self._emptied.set()
+            self._emptied = None
 
     def _wake(self) -> None:
         if self._wakeup is not None:

@@ -47,7 +47,7 @@ from urllib.parse import urlsplit
 
 import run  # bench/run.py: driver runner, quiet-machine wait, environment
 from codex import ensure_clean_venv, paired_table, write_between_markers
-from subagents.testing.fake_models import anthropic_messages as fake
+from subagents.fake_model_servers import anthropic_messages as fake
 from subagents.testing.fake_models._http import serve
 from subagents.testing.fake_models.anthropic_messages import (
     AnthropicMessagesHandler,

@@ -56,5 +56,6 @@ async def test_a_real_claude_turn_ends_with_the_fake_models_reply(tmp_path: Path
     assert not result.is_error
     assert result.result is not None
     assert DEFAULT_REPLY in result.result
+    assert process is not None  # a CLI started by connect_claude
     assert process.exit is not None
     assert process.exit.returncode == 0

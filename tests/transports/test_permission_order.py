@@ -9,7 +9,7 @@ import pytest
 
 from subagents.protocol import JsonValue, acp
 from subagents.providers.contract import TextProgress
-from subagents.providers.progress import ProgressFeed
+from subagents.providers.progress import ProgressFeed, describe
 from subagents.transports._turn_events import TurnEvents
 
 from .test_acp_client import SESSION, FakeAgent, connected
@@ -70,7 +70,7 @@ async def test_a_progress_feed_is_caught_up_once_its_reader_took_every_event() -
 
     async def show() -> None:
         async for event in feed:
-            shown.append(event.text)
+            shown.append(describe(event))
 
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:

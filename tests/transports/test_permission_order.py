@@ -5,6 +5,7 @@ asked — bounded, so a turn nobody reads cannot hold the request."""
 from __future__ import annotations
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from subagents.protocol import JsonValue, acp
@@ -15,6 +16,19 @@ from subagents.transports._turn_events import TurnEvents
 from .test_acp_client import SESSION, FakeAgent, connected
 
 pytestmark = pytest.mark.anyio
+
+
+async def ask_permission(agent: FakeAgent, tool_call_id: str) -> None:
+    """The agent asks to run the tool call ``tool_call_id`` (one allow option)."""
+    assert agent.peer is not None
+    await agent.peer.request(
+        "session/request_permission",
+        {
+            "sessionId": SESSION,
+            "toolCall": {"toolCallId": tool_call_id},
+            "options": [{"optionId": "yes", "name": "Allow", "kind": "allow_once"}],
+        },
+    )
 
 
 async def test_caught_up_returns_once_every_pushed_event_is_read() -> None:
@@ -99,14 +113,7 @@ async def test_the_policy_is_asked_after_the_tool_call_it_is_about_was_read() ->
             await agent.update(
                 {"sessionUpdate": "tool_call", "toolCallId": f"t{i}", "title": f"tool {i}"}
             )
-        await agent.peer.request(
-            "session/request_permission",
-            {
-                "sessionId": SESSION,
-                "toolCall": {"toolCallId": "t19"},
-                "options": [{"optionId": "yes", "name": "Allow", "kind": "allow_once"}],
-            },
-        )
+        await ask_permission(agent, "t19")
         return {"stopReason": "end_turn"}
 
     agent.prompt_script = script
@@ -117,7 +124,8 @@ async def test_the_policy_is_asked_after_the_tool_call_it_is_about_was_read() ->
                 async for update in turn:
                     if isinstance(update, acp.ToolCallSessionUpdate):
                         read.append(update.tool_call_id)
-                        await anyio.sleep(0.001)  # a reader that takes its time
+                        for _ in range(3):  # a reader that lets other tasks run first
+                            await anyio.lowlevel.checkpoint()
                 await turn.result()
     assert seen_by_policy == [[f"t{i}" for i in range(20)]]
 
@@ -134,14 +142,7 @@ async def test_a_turn_nobody_reads_does_not_hold_the_permission_request() -> Non
     async def script(agent: FakeAgent, params: JsonValue) -> object:
         assert agent.peer is not None
         await agent.update({"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "t"})
-        await agent.peer.request(
-            "session/request_permission",
-            {
-                "sessionId": SESSION,
-                "toolCall": {"toolCallId": "t1"},
-                "options": [{"optionId": "yes", "name": "Allow", "kind": "allow_once"}],
-            },
-        )
+        await ask_permission(agent, "t1")
         return {"stopReason": "end_turn"}
 
     agent.prompt_script = script

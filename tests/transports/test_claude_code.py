@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from subagents.transports import TurnOverflowError, claude_code, open_pipe_pair
@@ -502,6 +503,33 @@ async def test_an_allowing_policy_runs_the_tool_with_its_updated_input() -> None
     assert seen[0].tool_use_id == "toolu_fake_1"
     (answer,) = answers_to(fake)
     assert answer["subtype"] == "success"
+
+
+async def test_a_tool_permission_is_decided_after_the_tool_use_was_read() -> None:
+    """Issue 18 (one turn API): the assistant's tool_use comes before can_use_tool; the policy
+    runs once the turn's reader has read it, so whoever shows both shows them in order (as
+    for ACP permission requests and Codex approvals)."""
+    read: list[str] = []
+    seen_by_policy: list[list[str]] = []
+
+    async def policy(request: ClaudeToolPermissionRequest) -> ClaudeAllowTool | ClaudeDenyTool:
+        seen_by_policy.append(list(read))
+        return ClaudeDenyTool("no")
+
+    with anyio.fail_after(10):
+        async with (
+            connected(permission_policy=policy) as (conn, _fake),
+            conn.turn("[[tool]]") as turn,
+        ):
+            for _ in range(20):  # a reader that lags behind: others run first
+                await anyio.lowlevel.checkpoint()
+            async for event in turn:
+                if isinstance(event, ClaudeAssistantMessage):
+                    read.extend(use.id for use in event.tool_uses)
+                for _ in range(20):
+                    await anyio.lowlevel.checkpoint()
+            await turn.result()
+    assert seen_by_policy == [["toolu_fake_1"]]
 
 
 async def test_a_failing_policy_means_deny() -> None:

@@ -19,6 +19,7 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -530,6 +531,33 @@ async def test_command_approvals_are_declined_by_default() -> None:
     assert command[0].status == "declined"
     answers = [m for m in server.received if "result" in m]
     assert answers == [{"id": 0, "result": {"decision": "decline"}}]
+
+
+async def test_an_approval_is_decided_after_the_item_it_is_about_was_read() -> None:
+    """Issue 18 (one turn API): item/started comes before the approval request; the policy
+    runs once the turn's reader has read that item, so whoever shows both shows them in
+    order (as for ACP permission requests)."""
+    read: list[str | None] = []
+    seen_by_policy: list[list[str | None]] = []
+
+    async def policy(request: CodexApprovalRequest) -> CodexDecision:
+        seen_by_policy.append(list(read))
+        return "decline"
+
+    with anyio.fail_after(10):
+        async with connected(approval_policy=policy) as (conn, _server):
+            thread = await conn.start_thread()
+            async with thread.turn("approve this") as turn:
+                for _ in range(20):  # a reader that lags behind: others run first
+                    await anyio.lowlevel.checkpoint()
+                async for event in turn:
+                    if isinstance(event, CodexItemStarted):
+                        read.append(event.item.id)
+                    for _ in range(20):
+                        await anyio.lowlevel.checkpoint()
+                await turn.result()
+    assert len(seen_by_policy) == 1
+    assert "call-1" in seen_by_policy[0]
 
 
 async def test_a_policy_sees_the_request_and_its_decision_is_sent() -> None:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Final, TypeAlias, final
+from typing import TYPE_CHECKING, TypeAlias, final
 
 import anyio
 
 from ..protocol import acp
 from ..rpc import Router, RPCError
 from ._policy import call_policy, policy_name
+from ._turn_events import read_before
 
 if TYPE_CHECKING:
     from ..protocol.acp._base import ACPModel
@@ -20,9 +21,6 @@ if TYPE_CHECKING:
 __all__ = ("ClientHandlers", "PermissionPolicy", "allow_policy", "reject_policy")
 
 logger = logging.getLogger("subagents.acp.client")
-
-CATCH_UP_TIMEOUT: Final = 0.5
-"""How long a permission request waits for its turn's earlier updates to be read."""
 
 PermissionPolicy: TypeAlias = (
     "Callable[[acp.RequestPermissionRequest], Awaitable[acp.RequestPermissionOutcome]]"
@@ -119,11 +117,7 @@ class ClientHandlers:
             call.raw_input = call.raw_input if call.raw_input is not None else known.raw_input
         turn = session.current_turn
         if turn is not None:
-            # The updates the agent sent before asking (the tool call asked about) are read
-            # first, so whoever shows both shows them in order; bounded, for a turn nobody
-            # reads.
-            with anyio.move_on_after(CATCH_UP_TIMEOUT):
-                await turn.inbox.updates.caught_up()
+            await read_before(turn.inbox.updates)
         if turn is not None and turn.cancel_requested:
             return acp.RequestPermissionResponse(outcome=_outcome_cancelled())
         outcome: acp.RequestPermissionOutcome = _outcome_cancelled()

@@ -43,7 +43,7 @@ from ..protocol.framing import NEED_DATA, LineSplitter, OversizedLine
 from ..protocol.jsonrpc import JsonObject
 from ..rpc import PendingRequests
 from ._policy import call_policy
-from ._turn_events import TurnEvents, TurnOverflowError
+from ._turn_events import TurnEvents, TurnOverflowError, read_before
 
 __all__ = ("ClaudeConnectionError", "ClaudeWire", "TurnState")
 
@@ -260,6 +260,8 @@ class ClaudeWire:
     async def _handle(self, request: ClaudeControlRequest) -> JsonObject:
         if request.subtype == "can_use_tool":
             asked = permission_request(request.request)
+            if self.turn is not None:
+                await read_before(self.turn.events)
             decision = await call_policy(
                 self._policy, asked, logger=logger, asked=_tool_asked(self.label, asked)
             )

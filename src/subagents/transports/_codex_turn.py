@@ -25,7 +25,7 @@ from ..protocol import codex
 from ..protocol.codex import methods
 from ..protocol.jsonrpc import JsonValue
 from ..rpc import ConnectionClosedError, Peer, RPCError
-from ._turn_events import DEFAULT_MAX_EVENTS, TurnEvents, TurnOverflowError
+from ._turn_events import DEFAULT_MAX_EVENTS, TurnEvents, TurnOverflowError, read_before
 
 if TYPE_CHECKING:
     from .codex_app_server import CodexThread
@@ -202,6 +202,11 @@ class CodexTurn:
             raise self._failure
         assert self._result is not None
         return self._result
+
+    async def read_before(self) -> None:
+        """Wait (bounded) until the events received so far are read: an approval request is
+        decided after the item it is about has been shown."""
+        await read_before(self._events)
 
     @property
     def done(self) -> bool:

@@ -22,7 +22,13 @@ from typing import Final, Generic, TypeVar, final
 
 import anyio
 
-__all__ = ("DEFAULT_MAX_EVENTS", "TurnEvents", "TurnOverflowError")
+__all__ = (
+    "CATCH_UP_TIMEOUT",
+    "DEFAULT_MAX_EVENTS",
+    "TurnEvents",
+    "TurnOverflowError",
+    "read_before",
+)
 
 T = TypeVar("T")
 
@@ -203,3 +209,16 @@ class TurnEvents(Generic[T]):
         if self._wakeup is None:
             self._wakeup = anyio.Event()
         await self._wakeup.wait()
+
+
+CATCH_UP_TIMEOUT: Final = 0.5
+"""How long a request the agent sends during a turn (a permission or approval request) waits
+for the turn's earlier events to be read."""
+
+
+async def read_before(events: TurnEvents[T]) -> None:
+    """Before a request the agent sent during a turn is decided: wait until the events it sent
+    before (the tool call asked about) are read, so whoever shows both shows them in order.
+    Bounded by :data:`CATCH_UP_TIMEOUT`, for a turn nobody reads."""
+    with anyio.move_on_after(CATCH_UP_TIMEOUT):
+        await events.caught_up()

@@ -283,6 +283,9 @@ class _Inbound:
             )
             logger.warning("%s approval with unexpected params declined: %s", what, exc)
             return {"decision": "decline"}
+        state = self.threads.get(request.thread_id)
+        if state is not None and state.turn is not None:
+            await state.turn.read_before()
         return {"decision": await self._decide(request)}
 
     async def _decide(self, request: CodexApprovalRequest) -> CodexDecision:

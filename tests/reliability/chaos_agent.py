@@ -138,21 +138,27 @@ def storm(request_id: Any, session_id: str) -> None:
     answer(request_id, {"stopReason": "end_turn"})
 
 
-def start_grandchild() -> None:
+def start_grandchild(pid_file: str) -> None:
     code = (
         "import os, signal, sys, time\n"
         "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-        f"open({ARG!r}, 'w').write(str(os.getpid()))\n"
+        f"open({pid_file!r} + '.tmp', 'w').write(str(os.getpid()))\n"
+        f"os.rename({pid_file!r} + '.tmp', {pid_file!r})\n"
         "time.sleep(120)\n"
     )
     subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL)
+    # Serve only once the grandchild ignores SIGTERM and its pid is on disk: on a loaded
+    # machine the turn could otherwise end, and the disposal run, before it got that far.
+    deadline = time.monotonic() + 30
+    while not os.path.exists(pid_file) and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 def main() -> None:
     if FAULT == "no-eof-exit":
         signal.signal(signal.SIGTERM, lambda *_: os._exit(143))
     if FAULT == "grandchild" and ARG:
-        start_grandchild()
+        start_grandchild(ARG)
     sessions = 0
     for raw in sys.stdin.buffer:
         try:

@@ -2,8 +2,9 @@
 
 See :mod:`subagents.providers.contract` for the rules every provider follows. Providers live in
 their own modules: :mod:`subagents.providers.acp` (any ACP agent command),
-:mod:`subagents.providers.codex` (``codex app-server``) and
-:mod:`subagents.providers.scripted` (deterministic, for tests).
+:mod:`subagents.providers.codex` (``codex app-server``),
+:mod:`subagents.providers.spread` (one name over several equivalent providers, least busy
+first) and :mod:`subagents.providers.scripted` (deterministic, for tests).
 """
 
 from .continuation import ContinuationManager as ContinuationManager

@@ -71,3 +71,19 @@ def test_request_scopes_match_ids_by_type_and_value() -> None:
     assert scopes.pop(1) == (False, None)
     assert scopes.pop("1") == (True, None)
     assert len(scopes) == 0
+
+
+def test_request_scopes_list_what_is_in_flight_and_for_which_sessions() -> None:
+    """The server's drain cancels every session with a request in flight, and answers each
+    request the agent left unanswered: the scopes list them (ids keep their JSON type)."""
+    scopes = RequestScopes()
+    scopes.record(1, "s1")
+    scopes.record("2", None)
+    scopes.record(3, "s2")
+    assert 1 in scopes and "1" not in scopes
+    assert scopes.in_flight() == [(1, "s1"), ("2", None), (3, "s2")]
+    assert scopes.sessions() == {"s1", "s2"}
+    assert scopes.peek(1) == (True, "s1")
+    assert scopes.peek("1") == (False, None)
+    scopes.pop(1)
+    assert scopes.sessions() == {"s2"}

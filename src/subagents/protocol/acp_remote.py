@@ -40,9 +40,12 @@ __all__ = (
     "ENDPOINT_PATH",
     "PROTOCOL_VERSION_HEADER",
     "SESSION_HEADER",
+    "URL_SCHEMES",
     "RequestScopes",
     "SseDecoder",
+    "agent_url",
     "encode_sse",
+    "is_agent_url",
     "session_id_of",
 )
 
@@ -66,6 +69,30 @@ CONNECTION_SCOPED_METHODS: Final = frozenset(
         "logout",
     }
 )
+
+
+URL_SCHEMES: Final = ("http://", "https://", "ws://", "wss://")
+"""The schemes of an agent URL (Streamable HTTP, or WebSocket)."""
+
+
+def is_agent_url(text: str) -> bool:
+    """Whether ``text`` names an agent by URL (``http://``, ``https://``, ``ws://``, ``wss://``)."""
+    return text.lower().startswith(URL_SCHEMES)
+
+
+def agent_url(text: str) -> str:
+    """The endpoint of an agent URL: ``/acp`` appended when the URL has no path at all
+    (``http://host:8000`` → ``http://host:8000/acp``); any path given is kept as it is."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    if not is_agent_url(text):
+        raise ValueError(f"not an agent URL (http://, https://, ws://, wss://): {text!r}")
+    parts = urlsplit(text)
+    if not parts.netloc:
+        raise ValueError(f"an agent URL names a host: {text!r}")
+    if parts.path:
+        return text
+    return urlunsplit(parts._replace(path=ENDPOINT_PATH))
 
 
 def session_id_of(message: Mapping[str, JsonValue]) -> str | None:
@@ -101,6 +128,22 @@ class RequestScopes:
         if key not in self._scopes:
             return False, None
         return True, self._scopes.pop(key)
+
+    def peek(self, request_id: JsonValue) -> tuple[bool, str | None]:
+        """Like :meth:`pop`, leaving the id recorded."""
+        key = (type(request_id).__name__, request_id)
+        return key in self._scopes, self._scopes.get(key)
+
+    def __contains__(self, request_id: JsonValue) -> bool:
+        return (type(request_id).__name__, request_id) in self._scopes
+
+    def in_flight(self) -> list[tuple[JsonValue, str | None]]:
+        """Every recorded ``(request id, session)``, in the order recorded."""
+        return [(request_id, session) for (_, request_id), session in self._scopes.items()]
+
+    def sessions(self) -> set[str]:
+        """The sessions that have a request in flight."""
+        return {session for session in self._scopes.values() if session is not None}
 
     def __len__(self) -> int:
         return len(self._scopes)

@@ -1,0 +1,36 @@
+"""ACP over Streamable HTTP and WebSocket (the ``remote`` extra): agents on other machines.
+
+Server side: :func:`serve_acp_http` serves an agent backend (:func:`agent_command`,
+:func:`in_process_agent`, :func:`runtime_agent`) at ``/acp``; ``subagents serve --listen``
+is its command line.
+"""
+
+from ._backends import AgentBackend as AgentBackend
+from ._backends import AgentLink as AgentLink
+from ._backends import CommandBackend as CommandBackend
+from ._backends import InProcessBackend as InProcessBackend
+from ._backends import agent_command as agent_command
+from ._backends import in_process_agent as in_process_agent
+from ._backends import runtime_agent as runtime_agent
+from .server import REMOTE_EXTRA_HINT as REMOTE_EXTRA_HINT
+from .server import RemoteServer as RemoteServer
+from .server import RemoteServerConfigError as RemoteServerConfigError
+from .server import ServerLimits as ServerLimits
+from .server import check_listen_address as check_listen_address
+from .server import serve_acp_http as serve_acp_http
+
+__all__ = (
+    "REMOTE_EXTRA_HINT",
+    "AgentBackend",
+    "AgentLink",
+    "CommandBackend",
+    "InProcessBackend",
+    "RemoteServer",
+    "RemoteServerConfigError",
+    "ServerLimits",
+    "agent_command",
+    "check_listen_address",
+    "in_process_agent",
+    "runtime_agent",
+    "serve_acp_http",
+)

@@ -1,0 +1,575 @@
+"""The ``/acp`` endpoint as a raw ASGI application (no framework), and the connections it holds.
+
+Routing, exactly the RFD's (``docs/spec/acp-streamable-http-websocket.mdx``):
+
+====================  =====================================================================
+``POST /acp``         ``Content-Type: application/json`` (else 415), a body of at most
+                      ``max_message_bytes`` (else 413), JSON (else 400 with a JSON-RPC parse
+                      error), not a batch (501). ``initialize`` without ``Acp-Connection-Id``
+                      makes a connection: 200, the JSON-RPC answer as body, the id in the
+                      ``Acp-Connection-Id`` header. Anything else needs ``Acp-Connection-Id``
+                      (400; unknown: 404) and, when session-scoped, ``Acp-Session-Id`` (400;
+                      unknown for the connection: 404); answered 202 at once.
+``GET /acp``          ``Upgrade: websocket``: a WebSocket, ``Acp-Connection-Id`` in the 101.
+                      Otherwise ``Accept: text/event-stream`` (406), ``Acp-Connection-Id``
+                      (400; unknown 404) and optionally ``Acp-Session-Id`` (unknown: 404):
+                      the connection's or the session's SSE stream.
+``DELETE /acp``       ``Acp-Connection-Id`` (400; unknown 404): the connection ends, its agent
+                      is stopped (a process reaped), 202.
+``GET /health``       200 ``{"status", "connections", "sessions"}``, no token needed
+                      (``/healthz`` too).
+====================  =====================================================================
+
+With a token, every ``/acp`` request needs ``Authorization: Bearer <token>`` (401 with
+``WWW-Authenticate: Bearer`` otherwise; compared in constant time).
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+from collections.abc import Awaitable, Callable, MutableMapping
+from contextlib import suppress
+from typing import TYPE_CHECKING, Any, Final, final
+
+import anyio
+import anyio.abc
+
+from ..protocol.acp_remote import (
+    ACCEPT_SSE,
+    CONNECTION_HEADER,
+    ENDPOINT_PATH,
+    SESSION_HEADER,
+    encode_sse,
+)
+from ..protocol.jsonrpc import ErrorCode, JsonValue
+from ._connections import (
+    ConnectionStopped,
+    Outlet,
+    RemoteConnection,
+    ServerLimits,
+    error_response,
+)
+
+if TYPE_CHECKING:
+    from ._backends import AgentBackend
+
+__all__ = ("AcpAsgiApp", "ConnectionHub")
+
+logger = logging.getLogger("subagents.remote")
+
+Scope = MutableMapping[str, Any]
+AsgiMessage = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[AsgiMessage]]
+Send = Callable[[AsgiMessage], Awaitable[None]]
+
+HEALTH_PATHS: Final = frozenset({"/health", "/healthz"})
+DELETE_WAIT: Final = 10.0
+"""How long a DELETE waits for the agent to be stopped (its process reaped) before the 202."""
+_CONNECTION_KEY: Final = CONNECTION_HEADER.lower().encode()
+_SESSION_KEY: Final = SESSION_HEADER.lower().encode()
+
+
+class _ClientGone(Exception):
+    """The client disconnected while its request was read."""
+
+
+@final
+class ConnectionHub:
+    """The server's connections: made, counted, reaped when idle, drained at shutdown."""
+
+    def __init__(self, backend: AgentBackend, limits: ServerLimits, token: str | None) -> None:
+        self.backend = backend
+        self.limits = limits
+        self.token = token.encode() if token is not None else None
+        self.connections: dict[str, RemoteConnection] = {}
+        self.draining = False
+        self._starting = 0
+        self._task_group: anyio.abc.TaskGroup | None = None
+
+    def bind(self, task_group: anyio.abc.TaskGroup) -> None:
+        """The task group that owns every connection's agent."""
+        self._task_group = task_group
+
+    @property
+    def session_count(self) -> int:
+        return sum(conn.session_count for conn in self.connections.values())
+
+    def get(self, connection_id: str) -> RemoteConnection | None:
+        conn = self.connections.get(connection_id)
+        return None if conn is None or conn.stopping else conn
+
+    def refusal(self) -> tuple[int, str] | None:
+        """Why no new connection is made now (503), if so."""
+        if self.draining or self._task_group is None:
+            return 503, "the server is shutting down"
+        if len(self.connections) + self._starting >= self.limits.max_connections:
+            return 503, f"too many connections (at most {self.limits.max_connections})"
+        return None
+
+    async def open(self, conn: RemoteConnection) -> None:
+        """Start ``conn``'s agent (raises when it cannot start)."""
+        assert self._task_group is not None
+        self._starting += 1
+        try:
+            await self._task_group.start(self._run, conn)
+        finally:
+            self._starting -= 1
+        if not conn.finished.is_set():
+            self.connections[conn.id] = conn
+
+    async def _run(
+        self,
+        conn: RemoteConnection,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        try:
+            await conn.run(self.backend, task_status=task_status)
+        except Exception:
+            if not conn.started.is_set():
+                raise  # to open(): the agent could not start
+            logger.exception("connection %s: the agent's link failed", conn.id)
+        finally:
+            self.connections.pop(conn.id, None)
+
+    async def reap_idle(self) -> None:
+        """Close connections idle for ``idle_timeout`` (no request, no open stream)."""
+        idle_timeout = self.limits.idle_timeout
+        tick = min(1.0, idle_timeout / 4)
+        while True:
+            await anyio.sleep(tick)
+            now = anyio.current_time()
+            for conn in list(self.connections.values()):
+                if conn.is_idle(now, idle_timeout):
+                    conn.stop(f"idle for {idle_timeout:g} s")
+
+    async def drain(self) -> None:
+        """Stop accepting connections, cancel the turns in flight (answered, bounded), close
+        the streams, stop every agent (processes reaped)."""
+        self.draining = True
+        conns = list(self.connections.values())
+        for conn in conns:
+            conn.stop("the server is shutting down", drain=True)
+        with anyio.move_on_after(self.limits.drain_timeout + DELETE_WAIT):
+            for conn in conns:
+                await conn.finished.wait()
+        with anyio.move_on_after(2.0):  # the streams write what is buffered, then end
+            for conn in conns:
+                for outlet in conn.outlets():
+                    await outlet.readers_gone.wait()
+
+
+@final
+class AcpAsgiApp:
+    """The ASGI application: ``/acp`` (HTTP and WebSocket) and ``/health``."""
+
+    def __init__(self, hub: ConnectionHub) -> None:
+        self.hub = hub
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            await self._http(scope, receive, send)
+        elif kind == "websocket":
+            await self._websocket(scope, receive, send)
+        elif kind == "lifespan":
+            await _lifespan(receive, send)
+
+    # ------------------------------------------------------------------ HTTP
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path: str = scope["path"]
+        method: str = scope["method"]
+        if path in HEALTH_PATHS and method in ("GET", "HEAD"):
+            hub = self.hub
+            body: dict[str, JsonValue] = {
+                "status": "draining" if hub.draining else "ok",
+                "connections": len(hub.connections),
+                "sessions": hub.session_count,
+            }
+            await _respond(send, 200, body)
+            return
+        if path != ENDPOINT_PATH:
+            await _respond(send, 404, {"error": f"no such endpoint (ACP is at {ENDPOINT_PATH})"})
+            return
+        if not self._authorized(scope):
+            await _respond(
+                send,
+                401,
+                {"error": "a bearer token is required"},
+                [(b"www-authenticate", b'Bearer realm="acp"')],
+            )
+            return
+        try:
+            if method == "POST":
+                await self._post(scope, receive, send)
+            elif method == "GET":
+                await self._get(scope, receive, send)
+            elif method == "DELETE":
+                await self._delete(scope, send)
+            else:
+                await _respond(
+                    send,
+                    405,
+                    {"error": f"{method} is not served at {ENDPOINT_PATH}"},
+                    [(b"allow", b"GET, POST, DELETE")],
+                )
+        except _ClientGone:
+            logger.debug("the client left during a %s", method)
+
+    def _authorized(self, scope: Scope) -> bool:
+        token = self.hub.token
+        if token is None:
+            return True
+        value = _header(scope, b"authorization")
+        if value is None:
+            return False
+        scheme, _, given = value.partition(" ")
+        if scheme.lower() != "bearer":
+            return False
+        return hmac.compare_digest(given.strip().encode(), token)
+
+    async def _post(self, scope: Scope, receive: Receive, send: Send) -> None:
+        content_type = (_header(scope, b"content-type") or "").split(";", 1)[0].strip().lower()
+        if content_type != "application/json":
+            await _respond(send, 415, {"error": "Content-Type must be application/json"})
+            return
+        limit = self.hub.limits.max_message_bytes
+        body = await _read_body(scope, receive, limit)
+        if body is None:
+            await _respond(send, 413, {"error": f"the body is larger than {limit} bytes"})
+            return
+        try:
+            message: object = json.loads(body)
+        except ValueError as exc:
+            await _respond(
+                send, 400, error_response(None, ErrorCode.PARSE_ERROR, f"Parse error: {exc}")
+            )
+            return
+        if isinstance(message, list):
+            await _respond(send, 501, {"error": "batch requests are not supported"})
+            return
+        if not _is_message(message):
+            await _respond(
+                send,
+                400,
+                error_response(None, ErrorCode.INVALID_REQUEST, "not a JSON-RPC 2.0 message"),
+            )
+            return
+        assert isinstance(message, dict)
+        msg: dict[str, JsonValue] = message  # pyright: ignore[reportUnknownVariableType]
+        connection_id = _header(scope, _CONNECTION_KEY)
+        session_header = _header(scope, _SESSION_KEY)
+        if connection_id is None:
+            if msg.get("method") == "initialize" and "id" in msg:
+                await self._initialize(msg, send)
+            else:
+                await _respond(send, 400, {"error": f"{CONNECTION_HEADER} is required"})
+            return
+        conn = self.hub.get(connection_id)
+        if conn is None or conn.kind != "http":
+            await _respond(send, 404, {"error": "unknown connection"})
+            return
+        refusal = conn.check_post(msg, session_header)
+        if refusal is not None:
+            await _respond(send, refusal.status, {"error": refusal.reason})
+            return
+        try:
+            await conn.post(msg, session_header)
+        except ConnectionStopped:
+            await _respond(send, 404, {"error": f"the connection ended: {conn.stop_reason}"})
+            return
+        await _respond(send, 202, None)
+
+    async def _initialize(self, message: dict[str, JsonValue], send: Send) -> None:
+        hub = self.hub
+        refusal = hub.refusal()
+        if refusal is not None:
+            status, reason = refusal
+            await _respond(send, status, {"error": reason}, [(b"retry-after", b"1")])
+            return
+        conn = RemoteConnection("http", hub.limits)
+        try:
+            await hub.open(conn)
+        except Exception as exc:
+            logger.warning("the agent could not be started: %s", exc)
+            await _respond(send, 502, {"error": f"the agent could not be started: {exc}"})
+            return
+        answer = await conn.initialize(message)
+        if answer is None:
+            conn.stop("no answer to initialize")
+            await _respond(send, 504, {"error": "the agent did not answer initialize"})
+            return
+        if "error" in answer:
+            conn.stop("initialize failed")
+            await _respond(send, 200, answer)
+            return
+        await _respond(send, 200, answer, [(_CONNECTION_KEY, conn.id.encode())])
+
+    async def _get(self, scope: Scope, receive: Receive, send: Send) -> None:
+        accept = (_header(scope, b"accept") or "").lower()
+        if ACCEPT_SSE not in accept:
+            await _respond(send, 406, {"error": f"Accept must include {ACCEPT_SSE}"})
+            return
+        connection_id = _header(scope, _CONNECTION_KEY)
+        if connection_id is None:
+            await _respond(send, 400, {"error": f"{CONNECTION_HEADER} is required"})
+            return
+        conn = self.hub.get(connection_id)
+        if conn is None or conn.kind != "http":
+            await _respond(send, 404, {"error": "unknown connection"})
+            return
+        session_id = _header(scope, _SESSION_KEY)
+        outlet = conn.outlet if session_id is None else conn.session_outlet(session_id)
+        if outlet is None:
+            await _respond(send, 404, {"error": "unknown session for this connection"})
+            return
+        await _stream(conn, outlet, receive, send)
+
+    async def _delete(self, scope: Scope, send: Send) -> None:
+        connection_id = _header(scope, _CONNECTION_KEY)
+        if connection_id is None:
+            await _respond(send, 400, {"error": f"{CONNECTION_HEADER} is required"})
+            return
+        conn = self.hub.get(connection_id)
+        if conn is None:
+            await _respond(send, 404, {"error": "unknown connection"})
+            return
+        conn.stop("DELETE")
+        with anyio.move_on_after(DELETE_WAIT):
+            await conn.finished.wait()
+        await _respond(send, 202, None)
+
+    # ------------------------------------------------------------------ WebSocket
+
+    async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        first = await receive()
+        if first["type"] != "websocket.connect":
+            return
+        hub = self.hub
+        if scope["path"] != ENDPOINT_PATH:
+            await _deny(scope, send, 404, {"error": "no such endpoint"})
+            return
+        if not self._authorized(scope):
+            await _deny(
+                scope,
+                send,
+                401,
+                {"error": "a bearer token is required"},
+                [(b"www-authenticate", b'Bearer realm="acp"')],
+            )
+            return
+        refusal = hub.refusal()
+        if refusal is not None:
+            await _deny(scope, send, refusal[0], {"error": refusal[1]})
+            return
+        conn = RemoteConnection("websocket", hub.limits)
+        try:
+            await hub.open(conn)
+        except Exception as exc:
+            logger.warning("the agent could not be started: %s", exc)
+            await _deny(scope, send, 502, {"error": f"the agent could not be started: {exc}"})
+            return
+        await send({"type": "websocket.accept", "headers": [(_CONNECTION_KEY, conn.id.encode())]})
+        conn.open_streams += 1
+        reader = conn.outlet.attach()
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_websocket_out, conn, conn.outlet, reader, send, tg.cancel_scope)
+                await _websocket_in(conn, receive, send)
+                tg.cancel_scope.cancel()
+        finally:
+            conn.outlet.detach(reader)
+            conn.open_streams -= 1
+            conn.stop("the WebSocket closed")
+
+
+# ---------------------------------------------------------------------- streams
+
+
+async def _stream(conn: RemoteConnection, outlet: Outlet, receive: Receive, send: Send) -> None:
+    """An SSE response carrying ``outlet``'s messages until it ends, the client leaves, or
+    another GET takes the stream over."""
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [
+                (b"content-type", b"text/event-stream"),
+                (b"cache-control", b"no-store"),
+                (b"x-accel-buffering", b"no"),
+            ],
+        }
+    )
+    keepalive = conn.limits.keepalive_interval
+    conn.open_streams += 1
+    conn.touch()
+    reader = outlet.attach()
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_wait_disconnect, receive, tg.cancel_scope)
+            with reader:
+                await _body(send, b": stream open\n\n")
+                while True:
+                    text: str | None = None
+                    with anyio.move_on_after(keepalive):
+                        try:
+                            text = await outlet.receive()
+                        except (anyio.EndOfStream, anyio.ClosedResourceError):
+                            break
+                    await _body(send, b": keep-alive\n\n" if text is None else encode_sse(text))
+            tg.cancel_scope.cancel()
+    finally:
+        outlet.detach(reader)
+        conn.open_streams -= 1
+        conn.touch()
+        with anyio.CancelScope(shield=True), anyio.move_on_after(1.0), suppress(Exception):
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _wait_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            scope.cancel()
+            return
+
+
+async def _websocket_in(conn: RemoteConnection, receive: Receive, send: Send) -> None:
+    """Frames from the client, to the agent, until the socket closes."""
+    while True:
+        message = await receive()
+        if message["type"] == "websocket.disconnect":
+            return
+        if message["type"] != "websocket.receive":
+            continue
+        text: str | None = message.get("text")
+        if text is None:
+            continue  # binary frames are ignored
+        try:
+            parsed: object = json.loads(text)
+        except ValueError as exc:
+            await _ws_send(send, error_response(None, ErrorCode.PARSE_ERROR, f"Parse error: {exc}"))
+            continue
+        if isinstance(parsed, list) or not _is_message(parsed):
+            reason = (
+                "batch requests are not supported"
+                if isinstance(parsed, list)
+                else ("not a JSON-RPC 2.0 message")
+            )
+            await _ws_send(send, error_response(None, ErrorCode.INVALID_REQUEST, reason))
+            continue
+        assert isinstance(parsed, dict)
+        try:
+            await conn.post_websocket(parsed)  # pyright: ignore[reportUnknownArgumentType]
+        except ConnectionStopped:
+            return
+
+
+async def _websocket_out(
+    conn: RemoteConnection,
+    outlet: Outlet,
+    reader: anyio.CancelScope,
+    send: Send,
+    everything: anyio.CancelScope,
+) -> None:
+    """The agent's messages, to the client, until the connection ends (then the socket)."""
+    with reader:
+        while True:
+            try:
+                text = await outlet.receive()
+            except (anyio.EndOfStream, anyio.ClosedResourceError):
+                break
+            await send({"type": "websocket.send", "text": text})
+        await send({"type": "websocket.close", "code": 1000, "reason": conn.stop_reason[:120]})
+    everything.cancel()
+
+
+async def _ws_send(send: Send, message: dict[str, JsonValue]) -> None:
+    await send({"type": "websocket.send", "text": json.dumps(message, separators=(",", ":"))})
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    headers: list[tuple[bytes, bytes]] = scope["headers"]
+    for key, value in headers:
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
+def _is_message(message: object) -> bool:
+    """A JSON-RPC 2.0 request, notification or response (shape only)."""
+    if not isinstance(message, dict):
+        return False
+    if isinstance(message.get("method"), str):  # pyright: ignore[reportUnknownMemberType]
+        return True
+    return "id" in message and ("result" in message or "error" in message)
+
+
+async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:
+    """The request body, or ``None`` when it is longer than ``limit`` (read no further)."""
+    declared = _header(scope, b"content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        return None
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise _ClientGone
+        body += message.get("body", b"")
+        if len(body) > limit:
+            return None
+        if not message.get("more_body", False):
+            return bytes(body)
+
+
+async def _body(send: Send, data: bytes) -> None:
+    await send({"type": "http.response.body", "body": data, "more_body": True})
+
+
+async def _respond(
+    send: Send,
+    status: int,
+    body: JsonValue | None,
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    payload = b"" if body is None else json.dumps(body, separators=(",", ":")).encode()
+    all_headers = list(headers or [])
+    if body is not None:
+        all_headers.append((b"content-type", b"application/json"))
+    all_headers.append((b"content-length", str(len(payload)).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": all_headers})
+    await send({"type": "http.response.body", "body": payload, "more_body": False})
+
+
+async def _deny(
+    scope: Scope,
+    send: Send,
+    status: int,
+    body: JsonValue,
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    """Refuse a WebSocket upgrade with an HTTP response (where the server supports it)."""
+    extensions: dict[str, object] = scope.get("extensions") or {}
+    if "websocket.http.response" not in extensions:
+        await send({"type": "websocket.close", "code": 1008})
+        return
+    payload = json.dumps(body, separators=(",", ":")).encode()
+    all_headers = [*(headers or []), (b"content-type", b"application/json")]
+    await send({"type": "websocket.http.response.start", "status": status, "headers": all_headers})
+    await send({"type": "websocket.http.response.body", "body": payload, "more_body": False})
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return

@@ -1,0 +1,219 @@
+"""Serve an ACP agent over Streamable HTTP and WebSocket (``subagents serve --listen``).
+
+::
+
+    from subagents.remote import agent_command, serve_acp_http
+
+    async with serve_acp_http(agent_command(["my-agent", "--acp"]), port=0) as server:
+        print(server.url)            # http://127.0.0.1:PORT/acp (ws:// for WebSocket)
+        await anyio.sleep_forever()
+
+The endpoint is the RFD's (``docs/spec/acp-streamable-http-websocket.mdx``; see
+:mod:`subagents.remote._app` for the routing table). Each remote connection gets its own agent
+from the backend: a process per connection for :func:`agent_command` (reaped when the
+connection ends), an agent object per connection for :func:`in_process_agent` and
+:func:`runtime_agent`. hypercorn serves HTTP/1.1 and HTTP/2 (h2c with prior knowledge, as the
+RFD requires HTTP/2) in-process, on asyncio or trio.
+
+Security: bound to anything but a loopback address, a bearer token is required (the server
+refuses to start without one). Bounds: :class:`ServerLimits`. Leaving the ``async with``
+drains: no new connection is accepted, turns in flight are cancelled (``session/cancel``) and
+their answers delivered (bounded), the streams end, every agent is stopped, then the listener
+closes.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import socket
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, cast, final
+
+import anyio
+
+from ..protocol.acp_remote import ENDPOINT_PATH
+from ._app import AcpAsgiApp, ConnectionHub
+from ._connections import ServerLimits
+
+if TYPE_CHECKING:
+    from ._backends import AgentBackend
+
+__all__ = (
+    "REMOTE_EXTRA_HINT",
+    "RemoteServer",
+    "RemoteServerConfigError",
+    "ServerLimits",
+    "check_listen_address",
+    "is_loopback",
+    "serve_acp_http",
+)
+
+logger = logging.getLogger("subagents.remote")
+
+REMOTE_EXTRA_HINT: Final = "pip install 'subagents[remote]'"
+GRACEFUL_TIMEOUT: Final = 3.0
+"""Seconds hypercorn gives open HTTP connections once the listener closed."""
+
+
+class RemoteServerConfigError(ValueError):
+    """The server cannot start as configured (the message says what to change)."""
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address (``localhost``, ``127.0.0.0/8``, ``::1``)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_listen_address(host: str, token: str | None) -> None:
+    """Refuse to listen beyond loopback without a token (:class:`RemoteServerConfigError`)."""
+    if token is not None and not token.strip():
+        raise RemoteServerConfigError("the bearer token is empty")
+    if token is None and not is_loopback(host):
+        raise RemoteServerConfigError(
+            f"listening on {host!r} (not a loopback address) needs a bearer token: "
+            "give one with --token-env VAR or --token-file PATH"
+        )
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class RemoteServer:
+    """A running server (made by :func:`serve_acp_http`)."""
+
+    host: str
+    port: int
+    _hub: ConnectionHub
+
+    @property
+    def url(self) -> str:
+        """The Streamable HTTP endpoint, ``http://HOST:PORT/acp``."""
+        return f"http://{_url_host(self.host)}:{self.port}{ENDPOINT_PATH}"
+
+    @property
+    def websocket_url(self) -> str:
+        """The WebSocket endpoint, ``ws://HOST:PORT/acp``."""
+        return f"ws://{_url_host(self.host)}:{self.port}{ENDPOINT_PATH}"
+
+    @property
+    def health_url(self) -> str:
+        return f"http://{_url_host(self.host)}:{self.port}/health"
+
+    @property
+    def connection_count(self) -> int:
+        return len(self._hub.connections)
+
+    @property
+    def session_count(self) -> int:
+        return self._hub.session_count
+
+    def agent_pids(self) -> list[int]:
+        """The process ids of the agents running now (command backends only)."""
+        return [
+            conn.link.pid
+            for conn in self._hub.connections.values()
+            if conn.link is not None and conn.link.pid is not None
+        ]
+
+
+@asynccontextmanager
+async def serve_acp_http(
+    backend: AgentBackend,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    token: str | None = None,
+    limits: ServerLimits | None = None,
+) -> AsyncGenerator[RemoteServer, None]:
+    """Serve ``backend``'s agents at ``http://host:port/acp`` until the block ends.
+
+    ``port=0`` picks a free port (read it from the yielded :class:`RemoteServer`). Raises
+    :class:`RemoteServerConfigError` when bound beyond loopback without ``token``, and
+    ``ImportError`` naming ``subagents[remote]`` when hypercorn is missing.
+    """
+    check_listen_address(host, token)
+    try:
+        from hypercorn.config import Config
+    except ImportError as exc:
+        raise ImportError(
+            f"serving ACP over HTTP needs the remote extra: {REMOTE_EXTRA_HINT}"
+        ) from exc
+    limits = limits or ServerLimits()
+    sock = _listen(host, port)
+    bound_port: int = sock.getsockname()[1]
+    hub = ConnectionHub(backend, limits, token)
+    config = Config()
+    config.bind = [f"fd://{sock.detach()}"]
+    config.errorlog = logging.getLogger("subagents.remote.hypercorn")
+    config.accesslog = None
+    config.graceful_timeout = GRACEFUL_TIMEOUT
+    config.websocket_max_message_size = limits.max_message_bytes
+    config.include_server_header = False
+    shutdown = anyio.Event()
+    served = anyio.Event()
+
+    async def serve() -> None:
+        try:
+            await _hypercorn_serve(AcpAsgiApp(hub), config, shutdown.wait)
+        finally:
+            served.set()
+
+    async with anyio.create_task_group() as tg:
+        hub.bind(tg)
+        tg.start_soon(serve)
+        tg.start_soon(hub.reap_idle)
+        try:
+            yield RemoteServer(host, bound_port, hub)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await hub.drain()
+                shutdown.set()
+                with anyio.move_on_after(GRACEFUL_TIMEOUT + 2.0):
+                    await served.wait()
+            tg.cancel_scope.cancel()
+
+
+async def _hypercorn_serve(app: AcpAsgiApp, config: Any, trigger: Any) -> None:
+    from ..transports._fd import on_asyncio
+
+    framework = cast(Any, app)
+    if on_asyncio():
+        from hypercorn.asyncio import serve as asyncio_serve  # pyright: ignore[reportUnknownVariableType]
+
+        await asyncio_serve(framework, config, shutdown_trigger=trigger, mode="asgi")
+    else:
+        from hypercorn.trio import serve as trio_serve  # pyright: ignore[reportUnknownVariableType]
+
+        await trio_serve(framework, config, shutdown_trigger=trigger, mode="asgi")
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (its port known before hypercorn starts)."""
+    try:
+        infos = socket.getaddrinfo(
+            host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except OSError as exc:
+        raise RemoteServerConfigError(f"cannot resolve {host!r}: {exc}") from exc
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        raise RemoteServerConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
+    return sock
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host

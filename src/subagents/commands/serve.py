@@ -1,4 +1,4 @@
-"""``subagents serve``: the in-process runtime as an ACP agent over stdio.
+"""``subagents serve``: the in-process runtime as an ACP agent over stdio, or over HTTP.
 
 With no options the model is the embedded offline one (no key, no network). Examples::
 
@@ -7,12 +7,25 @@ With no options the model is the embedded offline one (no key, no network). Exam
     subagents serve --adapter anthropic --model claude-sonnet-4-6        # ANTHROPIC_API_KEY
     subagents serve --adapter openai --base-url http://127.0.0.1:8080/v1 --model local
     subagents conformance -- subagents serve          # the runtime is a conformant ACP agent
+
+With ``--listen HOST:PORT`` the agent is served over ACP's Streamable HTTP and WebSocket
+transport at ``http://HOST:PORT/acp`` (the ``remote`` extra; :mod:`subagents.remote`), one
+agent per remote connection: the runtime, or any stdio ACP agent given after ``--``::
+
+    subagents serve --listen 127.0.0.1:8765                        # loopback: no token needed
+    ACP_TOKEN=... subagents serve --listen 0.0.0.0:8765 --token-env ACP_TOKEN
+    subagents serve --listen 127.0.0.1:0 -- python -m subagents.agents.reference
+
+When ready it writes ``listening on http://HOST:PORT/acp`` to stderr; SIGTERM or SIGINT
+drains (turns cancelled and answered, streams closed, agent processes reaped) and exits 0.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import os
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +35,7 @@ import anyio
 if TYPE_CHECKING:
     from ..harness.llm.types import LlmAdapter
     from ..harness.runtime import AgentRuntime
+    from ..remote import AgentBackend, ServerLimits
 
 __all__ = ("add_parser", "make_adapter", "make_runtime", "run")
 
@@ -32,11 +46,14 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     """Add ``serve`` to the ``subagents`` command's subparsers."""
     parser: argparse.ArgumentParser = commands.add_parser(
         "serve",
-        help="serve the in-process runtime as an ACP agent over stdio",
+        help="serve the in-process runtime as an ACP agent over stdio (or HTTP: --listen)",
         description=(
             "Serve the in-process agent runtime as an ACP agent over stdin/stdout: each ACP "
             "session is a root session whose agents can delegate to in-process subagents "
-            "(spawn or fork). With no options the model is the embedded offline one."
+            "(spawn or fork). With no options the model is the embedded offline one. With "
+            "--listen HOST:PORT, serve it (or the stdio ACP agent command given after --, one "
+            "process per remote connection) over ACP's Streamable HTTP and WebSocket "
+            "transport at http://HOST:PORT/acp."
         ),
     )
     parser.add_argument(
@@ -74,6 +91,52 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         type=float,
         default=0.1,
         help="offline model: seconds between the chunks of a 'slow' answer (default: 0.1)",
+    )
+    remote = parser.add_argument_group("over HTTP and WebSocket (the remote extra)")
+    remote.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        help="serve at http://HOST:PORT/acp instead of stdio (port 0: any free port)",
+    )
+    token = remote.add_mutually_exclusive_group()
+    token.add_argument(
+        "--token-env",
+        metavar="VAR",
+        help="the environment variable holding the bearer token clients must send",
+    )
+    token.add_argument(
+        "--token-file", type=Path, metavar="PATH", help="a file holding the bearer token"
+    )
+    remote.add_argument(
+        "--max-connections", type=int, default=64, help="connections at once (default: 64)"
+    )
+    remote.add_argument(
+        "--max-sessions", type=int, default=32, help="sessions per connection (default: 32)"
+    )
+    remote.add_argument(
+        "--max-message-bytes",
+        type=int,
+        default=4 * 1024 * 1024,
+        help="the largest message either way (default: 4 MiB)",
+    )
+    remote.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=300.0,
+        metavar="S",
+        help="close a connection with no request and no open stream for S seconds (default: 300)",
+    )
+    remote.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=5.0,
+        metavar="S",
+        help="at shutdown, seconds cancelled turns get to be answered (default: 5)",
+    )
+    remote.add_argument(
+        "agent",
+        nargs=argparse.REMAINDER,
+        help="with --listen: -- then a stdio ACP agent command to serve instead of the runtime",
     )
     return parser
 
@@ -126,6 +189,11 @@ def run(args: argparse.Namespace) -> int:
     """Serve until stdin ends; 2 on bad options (one line on stderr saying why)."""
     from ..agents.runtime_agent import serve_runtime
 
+    if args.listen is not None:
+        return _run_listen(args)
+    if _agent_command(args) or args.token_env or args.token_file:
+        sys.stderr.write("subagents serve: an agent command and a token need --listen HOST:PORT\n")
+        return 2
     try:
         runtime = make_runtime(args)
     except (ServeConfigError, ValueError) as exc:
@@ -136,3 +204,116 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+# ---------------------------------------------------------------------- over HTTP
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) as ``(host, port)``."""
+    host, sep, port = value.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        raise ServeConfigError(f"--listen {value!r}: expected HOST:PORT (port 0: any free port)")
+    return host, int(port)
+
+
+def read_token(args: argparse.Namespace) -> str | None:
+    """The bearer token from ``--token-env`` or ``--token-file`` (never from argv)."""
+    if args.token_env:
+        token = os.environ.get(args.token_env, "").strip()
+        if not token:
+            raise ServeConfigError(
+                f"--token-env {args.token_env}: the variable is not set or empty"
+            )
+        return token
+    if args.token_file is not None:
+        try:
+            token = args.token_file.read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise ServeConfigError(f"--token-file {args.token_file}: {exc.strerror}") from exc
+        if not token:
+            raise ServeConfigError(f"--token-file {args.token_file}: the file is empty")
+        return token
+    return None
+
+
+def _agent_command(args: argparse.Namespace) -> list[str]:
+    command: list[str] = list(args.agent or ())
+    if command and command[0] == "--":
+        command = command[1:]
+    return command
+
+
+def _limits(args: argparse.Namespace) -> ServerLimits:
+    from ..remote import ServerLimits
+
+    try:
+        return ServerLimits(
+            max_connections=args.max_connections,
+            max_sessions=args.max_sessions,
+            max_message_bytes=args.max_message_bytes,
+            idle_timeout=args.idle_timeout,
+            drain_timeout=args.drain_timeout,
+        )
+    except ValueError as exc:
+        raise ServeConfigError(str(exc)) from exc
+
+
+def _backend(args: argparse.Namespace) -> AgentBackend:
+    from ..remote import agent_command, runtime_agent
+
+    command = _agent_command(args)
+    if command:
+        # The agent gets this environment, less the token's variable.
+        env = {name: value for name, value in os.environ.items() if name != args.token_env}
+        return agent_command(command, env=env)
+    make_runtime(args)  # the options are checked once, before the first connection
+    return runtime_agent(functools.partial(make_runtime, args), delegate_to=args.delegate_to)
+
+
+def _run_listen(args: argparse.Namespace) -> int:
+    """Serve over HTTP until SIGTERM or SIGINT, then drain; 2 on bad options."""
+    try:
+        import hypercorn  # noqa: F401  # pyright: ignore[reportUnusedImport]
+    except ImportError:
+        sys.stderr.write(
+            "subagents serve: --listen needs the remote extra: pip install 'subagents[remote]'\n"
+        )
+        return 2
+    from ..remote import RemoteServerConfigError, check_listen_address
+
+    try:
+        host, port = parse_listen(args.listen)
+        token = read_token(args)
+        check_listen_address(host, token)
+        limits = _limits(args)
+        backend = _backend(args)
+    except (ServeConfigError, RemoteServerConfigError, ValueError) as exc:
+        sys.stderr.write(f"subagents serve: {exc}\n")
+        return 2
+    try:
+        anyio.run(_serve_http, backend, host, port, token, limits)
+    except RemoteServerConfigError as exc:
+        sys.stderr.write(f"subagents serve: {exc}\n")
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+async def _serve_http(
+    backend: AgentBackend, host: str, port: int, token: str | None, limits: ServerLimits
+) -> None:
+    from ..remote import serve_acp_http
+
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with serve_acp_http(backend, host=host, port=port, token=token, limits=limits) as (
+            server
+        ):
+            sys.stderr.write(f"listening on {server.url}\n")
+            sys.stderr.flush()
+            async for signum in signals:
+                sys.stderr.write(f"subagents serve: {signal.Signals(signum).name}: draining\n")
+                sys.stderr.flush()
+                break

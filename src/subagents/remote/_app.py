@@ -67,6 +67,10 @@ Send = Callable[[AsgiMessage], Awaitable[None]]
 HEALTH_PATHS: Final = frozenset({"/health", "/healthz"})
 DELETE_WAIT: Final = 10.0
 """How long a DELETE waits for the agent to be stopped (its process reaped) before the 202."""
+DISCARD_BYTES: Final = 64 * 1024 * 1024
+"""Bytes of an oversize body read (and dropped) before it is answered 413."""
+DISCARD_SECONDS: Final = 30.0
+"""Seconds a request body may take to arrive before the request is answered anyway."""
 _CONNECTION_KEY: Final = CONNECTION_HEADER.lower().encode()
 _SESSION_KEY: Final = SESSION_HEADER.lower().encode()
 
@@ -182,14 +186,18 @@ class AcpAsgiApp:
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         path: str = scope["path"]
         method: str = scope["method"]
+        try:
+            body = await _read_body(receive, self.hub.limits.max_message_bytes)
+        except _ClientGone:
+            return
         if path in HEALTH_PATHS and method in ("GET", "HEAD"):
             hub = self.hub
-            body: dict[str, JsonValue] = {
+            health: dict[str, JsonValue] = {
                 "status": "draining" if hub.draining else "ok",
                 "connections": len(hub.connections),
                 "sessions": hub.session_count,
             }
-            await _respond(send, 200, body)
+            await _respond(send, 200, health)
             return
         if path != ENDPOINT_PATH:
             await _respond(send, 404, {"error": f"no such endpoint (ACP is at {ENDPOINT_PATH})"})
@@ -202,22 +210,19 @@ class AcpAsgiApp:
                 [(b"www-authenticate", b'Bearer realm="acp"')],
             )
             return
-        try:
-            if method == "POST":
-                await self._post(scope, receive, send)
-            elif method == "GET":
-                await self._get(scope, receive, send)
-            elif method == "DELETE":
-                await self._delete(scope, send)
-            else:
-                await _respond(
-                    send,
-                    405,
-                    {"error": f"{method} is not served at {ENDPOINT_PATH}"},
-                    [(b"allow", b"GET, POST, DELETE")],
-                )
-        except _ClientGone:
-            logger.debug("the client left during a %s", method)
+        if method == "POST":
+            await self._post(scope, body, send)
+        elif method == "GET":
+            await self._get(scope, receive, send)
+        elif method == "DELETE":
+            await self._delete(scope, send)
+        else:
+            await _respond(
+                send,
+                405,
+                {"error": f"{method} is not served at {ENDPOINT_PATH}"},
+                [(b"allow", b"GET, POST, DELETE")],
+            )
 
     def _authorized(self, scope: Scope) -> bool:
         token = self.hub.token
@@ -231,13 +236,12 @@ class AcpAsgiApp:
             return False
         return hmac.compare_digest(given.strip().encode(), token)
 
-    async def _post(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _post(self, scope: Scope, body: bytes | None, send: Send) -> None:
         content_type = (_header(scope, b"content-type") or "").split(";", 1)[0].strip().lower()
         if content_type != "application/json":
             await _respond(send, 415, {"error": "Content-Type must be application/json"})
             return
         limit = self.hub.limits.max_message_bytes
-        body = await _read_body(scope, receive, limit)
         if body is None:
             await _respond(send, 413, {"error": f"the body is larger than {limit} bytes"})
             return
@@ -511,21 +515,28 @@ def _is_message(message: object) -> bool:
     return "id" in message and ("result" in message or "error" in message)
 
 
-async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:
-    """The request body, or ``None`` when it is longer than ``limit`` (read no further)."""
-    declared = _header(scope, b"content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        return None
+async def _read_body(receive: Receive, limit: int) -> bytes | None:
+    """The request body, or ``None`` when it is longer than ``limit``.
+
+    The body is read to its end either way (beyond ``limit`` discarded, bounded by
+    :data:`DISCARD_BYTES` and :data:`DISCARD_SECONDS`) before any response: hypercorn 0.18's
+    HTTP/2 protocol fails the whole TCP connection (and on trio the server) on a DATA frame
+    for a stream whose response is complete (``KeyError`` in ``_handle_events``).
+    """
     body = bytearray()
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise _ClientGone
-        body += message.get("body", b"")
-        if len(body) > limit:
-            return None
-        if not message.get("more_body", False):
-            return bytes(body)
+    size = 0
+    with anyio.move_on_after(DISCARD_SECONDS):
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise _ClientGone
+            chunk: bytes = message.get("body", b"")
+            size += len(chunk)
+            if size <= limit:
+                body += chunk
+            if not message.get("more_body", False) or size > max(DISCARD_BYTES, limit):
+                break
+    return bytes(body) if size <= limit else None
 
 
 async def _body(send: Send, data: bytes) -> None:

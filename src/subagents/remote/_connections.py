@@ -117,6 +117,7 @@ class Outlet:
         self._receive: MemoryObjectReceiveStream[str]
         self._send, self._receive = anyio.create_memory_object_stream[str](max_buffered)
         self._reader: anyio.CancelScope | None = None
+        self._closed = False
         self.readers_gone = anyio.Event()
         self.readers_gone.set()
 
@@ -138,6 +139,8 @@ class Outlet:
         if self._reader is scope:
             self._reader = None
             self.readers_gone.set()
+            if self._closed:
+                self._receive.close()
 
     async def receive(self) -> str:
         """The next message (``anyio.EndOfStream`` once closed and empty)."""
@@ -162,14 +165,12 @@ class Outlet:
             logger.debug("message dropped: its stream is full or closed")
 
     def close(self) -> None:
-        """No more messages: a reader gets what is buffered, then the end."""
+        """No more messages: a reader gets what is buffered, then the end (with no reader,
+        what is buffered is dropped)."""
+        self._closed = True
         self._send.close()
-
-    def discard(self) -> None:
-        self._send.close()
-        self._receive.close()
-        if self._reader is not None:
-            self._reader.cancel()
+        if self._reader is None:
+            self._receive.close()
 
 
 class ConnectionStopped(Exception):

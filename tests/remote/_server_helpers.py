@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any, Final
 
 import anyio
@@ -105,8 +105,11 @@ class EventStream:
 class RawClient:
     """The RFD's client side, by hand: POSTs and GET streams with the identity headers."""
 
-    def __init__(self, http: httpx.AsyncClient, url: str, token: str | None = None) -> None:
+    def __init__(
+        self, http: httpx.AsyncClient, url: str, token: str | None = None, *, http2: bool = True
+    ) -> None:
         self.http = http
+        self.http2 = http2
         self.url = url
         self.connection_id: str | None = None
         self.auth: dict[str, str] = {"Authorization": f"Bearer {token}"} if token else {}
@@ -132,9 +135,23 @@ class RawClient:
         return await self.http.post(self.url, json=message, headers=self.headers(session_id))
 
     @asynccontextmanager
-    async def stream(self, session_id: str | None = None) -> AsyncIterator[EventStream]:
+    async def stream(
+        self, session_id: str | None = None, *, shared: bool = False
+    ) -> AsyncIterator[EventStream]:
+        """A GET stream, on a TCP connection of its own unless ``shared``.
+
+        httpcore 1.0 reads an HTTP/2 connection under one lock: with two streams open on it,
+        the second reader can hold the lock, waiting for its own data, while a POST's answer
+        sits unread, until any stream gets data (a keep-alive comment at the latest).
+        """
         headers = {**self.headers(session_id), "Accept": "text/event-stream"}
-        async with self.http.stream("GET", self.url, headers=headers) as response:
+        async with AsyncExitStack() as stack:
+            http = self.http
+            if not shared:
+                http = await stack.enter_async_context(http_client(http2=self.http2))
+            response = await stack.enter_async_context(
+                http.stream("GET", self.url, headers=headers)
+            )
             assert response.status_code == 200, await response.aread()
             send, receive = anyio.create_memory_object_stream[Message](1000)
             with send, receive:
@@ -192,7 +209,7 @@ async def connected(
 ) -> AsyncGenerator[tuple[RawClient, EventStream], None]:
     """An initialized connection and its open connection-scoped stream."""
     async with http_client(http2=http2) as http:
-        client = RawClient(http, server.url, token)
+        client = RawClient(http, server.url, token, http2=http2)
         await client.initialize()
         async with client.stream() as events:
             yield client, events

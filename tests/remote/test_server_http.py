@@ -219,3 +219,21 @@ async def test_an_answer_to_no_request_of_the_agent_is_400(
     async with connected(reference_server) as (client, _):
         response = await client.post({"jsonrpc": "2.0", "id": 99, "result": {}})
     assert response.status_code == 400
+
+
+async def test_posts_and_a_stream_share_one_http2_connection(
+    reference_server: RemoteServer,
+) -> None:
+    """RFD: HTTP/2 "provides multiplexing for concurrent POST requests while maintaining
+    long-lived GET streams": a POST is answered while a GET stream is open on the same h2c
+    connection, and its answer arrives on that stream."""
+    async with http_client() as http:
+        client = RawClient(http, reference_server.url)
+        await client.initialize()
+        async with client.stream(shared=True) as events:
+            response = await client.post(new_session_request(2))
+            assert response.http_version == "HTTP/2"
+            assert response.status_code == 202
+            _, answer = await events.until_answer(2)
+        await client.delete()
+    assert answer["result"]["sessionId"]

@@ -44,6 +44,8 @@ GROUPS: dict[str, str] = {
     # bench/run.py names its raw file by the second it starts (bench/results/raw-<time>.jsonl):
     # two of these tests started in one second would write the same file.
     "tests/test_bench_summary_out.py": "bench-results",
+    # One server (the official SDK's, a subprocess) for the module's tests.
+    "tests/remote/test_client_sdk_server.py": "sdk-server",
 }
 """Test file (relative to the repository) -> the group its tests run in, on one worker."""
 

@@ -37,7 +37,7 @@ import logging
 import os
 import sys
 from collections import deque
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, final
@@ -49,6 +49,7 @@ import anyio.to_thread
 from .. import __version__
 from ..protocol import acp
 from ..protocol.acp.methods import PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
+from ..protocol.acp_remote import is_agent_url
 from ..protocol.errors import RemoteProtocolError
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
 from ..protocol.jsonrpc import JsonValue
@@ -563,8 +564,10 @@ async def _initialize(
 
 @asynccontextmanager
 async def connect_agent(
-    command: Sequence[str],
+    command: Sequence[str] | str,
     *,
+    token: str | None = None,
+    headers: Mapping[str, str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
     env: dict[str, str] | None = None,
     inherit_env: bool = False,
@@ -585,7 +588,43 @@ async def connect_agent(
     parent environment only with ``inherit_env=True``), its stderr drained into a bounded
     tail. On exit: requests in progress are answered ``-32800``, stdin is closed, and the
     shutdown ladder (wait, SIGTERM the group, wait, SIGKILL the group) runs, bounded.
+
+    ``command`` may be a URL instead (``http://``, ``https://``, ``ws://``, ``wss://``: an
+    agent served over Streamable HTTP or WebSocket, ``/acp`` appended to a URL without a
+    path): see :func:`subagents.remote.client.connect_agent_url`, which takes ``token``
+    (sent as ``Authorization: Bearer``) and ``headers``; ``cwd``, ``env``, ``inherit_env``
+    and ``start_timeout`` are for commands. A URL needs the ``subagents[remote]`` extra.
     """
+    if isinstance(command, str):
+        if not is_agent_url(command):
+            raise ValueError(
+                f"a command is a list of arguments; a str must be an agent URL: {command!r}"
+            )
+        if cwd is not None or env is not None or inherit_env:
+            raise ValueError("cwd, env and inherit_env are for a command, not an agent URL")
+        try:
+            from ..remote.client import connect_agent_url
+        except ImportError as exc:
+            raise ImportError(
+                f"an agent URL needs the optional extra: pip install 'subagents[remote]' ({exc})"
+            ) from exc
+        async with connect_agent_url(
+            command,
+            token=token,
+            headers=headers,
+            permission_policy=permission_policy,
+            extension=extension,
+            client_info=client_info,
+            initialize_timeout=initialize_timeout,
+            cancel_timeout=cancel_timeout,
+            max_message_bytes=max_message_bytes,
+            on_protocol_error=on_protocol_error,
+            name=name,
+        ) as connection:
+            yield connection
+        return
+    if token is not None or headers is not None:
+        raise ValueError("token and headers are for an agent URL, not a command")
     label = name or os.path.basename(command[0])
     child = ChildCommand(command, env, inherit_env, cwd, start_timeout)
     async with (

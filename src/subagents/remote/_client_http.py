@@ -1,0 +1,463 @@
+"""The client end of ACP over Streamable HTTP (the RFD's POST / GET-SSE / DELETE profile).
+
+:func:`open_http_link` yields an :class:`HttpLink`: the byte stream the JSON-RPC peer runs
+over, unchanged. What the peer writes, line by line:
+
+- ``initialize`` (the first line) is POSTed without ``Acp-Connection-Id``; the server answers
+  ``200`` with the JSON-RPC answer as body and the ``Acp-Connection-Id`` header. The
+  connection-scoped GET stream (``Accept: text/event-stream``) is opened before the answer is
+  handed to the peer;
+- every later message is POSTed with ``Acp-Connection-Id`` (``202`` expected), and with
+  ``Acp-Session-Id`` when it is about a session: a request or notification whose method is
+  not connection-scoped and whose params name a ``sessionId`` (``session/prompt``,
+  ``session/cancel``, ...), the answer to a request the agent sent about a session (the
+  session it came on is remembered), a ``$/cancel_request`` of a session-scoped request;
+- an answer carrying a new ``sessionId`` (``session/new``, ``session/fork``) opens that
+  session's GET stream before the peer sees the answer, so that nothing of the session is
+  missed; ``session/load`` and ``session/resume`` open it before their POST (the RFD's resume
+  flow; a server that does not know the session yet, 404, is asked without it);
+- leaving the block ends the streams and DELETEs the connection (bounded).
+
+Every GET stream feeds the peer, whichever it is (a server may route a session's message to
+the connection's stream). Cookies the server sets are kept and sent back for the connection
+(one ``httpx.AsyncClient`` per connection). HTTP/2: ``https://`` offers ``h2`` by ALPN;
+``http://`` tries HTTP/2 with prior knowledge (h2c) and falls back to HTTP/1.1 when the
+server does not speak it (``http2=False`` skips the try, ``True`` insists).
+
+A non-2xx answer, a stream that ends or breaks while the connection is open, a refused
+connection: the link fails (see :mod:`._client_link`) naming the URL, the status and the
+cause; nothing is retried or reconnected.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncGenerator, Mapping
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Final, cast, final
+
+import anyio
+import anyio.abc
+
+from ..protocol.acp_remote import (
+    ACCEPT_SSE,
+    CONNECTION_HEADER,
+    CONNECTION_SCOPED_METHODS,
+    PROTOCOL_VERSION_HEADER,
+    SESSION_HEADER,
+    RequestScopes,
+    SseDecoder,
+    session_id_of,
+)
+from ..protocol.jsonrpc import JsonValue
+from ..rpc import CANCEL_REQUEST_METHOD
+from ._client_link import MessageLink, lines_of, status_reason
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ("HttpLink", "open_http_link")
+
+logger = logging.getLogger("subagents.remote.client")
+
+_OPENS_SESSION: Final = frozenset({"session/new", "session/fork"})
+"""Requests whose answer names a new session (its stream is opened before the answer)."""
+_ATTACHES_SESSION: Final = frozenset({"session/load", "session/resume"})
+"""Requests about an existing session whose stream is opened before the POST."""
+_ENDS_SESSION: Final = frozenset({"session/close", "session/delete"})
+"""Requests after which the server may end the session's stream."""
+
+JSON_TYPE: Final = "application/json"
+
+
+def _key(request_id: JsonValue) -> tuple[str, JsonValue]:
+    return (type(request_id).__name__, request_id)
+
+
+@final
+class HttpLink(MessageLink):
+    """Streamable HTTP as the peer's byte stream (made by :func:`open_http_link`)."""
+
+    def __init__(
+        self,
+        url: str,
+        clients: _Clients,
+        task_group: anyio.abc.TaskGroup,
+        *,
+        timeout: float,
+        token_sent: bool,
+        max_message_bytes: int,
+    ) -> None:
+        super().__init__(url)
+        self._clients = clients
+        self._tg = task_group
+        self.timeout = timeout
+        self.token_sent = token_sent
+        self.max_message_bytes = max_message_bytes
+        self.connection_id: str | None = None
+        """The server's ``Acp-Connection-Id`` (once ``initialize`` was answered)."""
+        self.http_version: str | None = None
+        """The HTTP version ``initialize`` went over (``"HTTP/2"``, ``"HTTP/1.1"``)."""
+        self.session_streams: set[str] = set()
+        """Sessions whose GET stream is open."""
+        self._ending_sessions: set[str] = set()
+        self._agent_requests = RequestScopes()
+        self._our_requests: dict[tuple[str, JsonValue], tuple[str, str | None]] = {}
+        self._protocol_version: str | None = None
+
+    # -- what the peer writes
+
+    async def send(self, item: bytes) -> None:
+        for line in lines_of(item):
+            self.check_open()
+            message = json.loads(line)
+            if not isinstance(message, dict):
+                raise self.broken(f"{self.url}: the client wrote a batch or a non-object")
+            await self._deliver(cast(dict[str, JsonValue], message), line)
+
+    async def _deliver(self, message: dict[str, JsonValue], body: bytes) -> None:
+        method = message.get("method")
+        if isinstance(method, str):
+            if method == "initialize" and self.connection_id is None:
+                await self._initialize(body)
+                return
+            if self.connection_id is None:
+                raise self.broken(f"{self.url}: {method} written before initialize")
+            session = await self._session_of_request(message, method)
+            if "id" in message:
+                self._our_requests[_key(message["id"])] = (method, session)
+            await self._post(body, session, method)
+            return
+        if self.connection_id is None:
+            raise self.broken(f"{self.url}: an answer written before initialize")
+        _, session = self._agent_requests.pop(message.get("id"))
+        await self._post(body, session, "an answer to the agent's request")
+
+    async def _session_of_request(self, message: dict[str, JsonValue], method: str) -> str | None:
+        """The ``Acp-Session-Id`` a client message carries (and the streams it needs first)."""
+        if method == CANCEL_REQUEST_METHOD:
+            params = message.get("params")
+            target = params.get("requestId") if isinstance(params, dict) else None
+            known = self._our_requests.get(_key(target))
+            return None if known is None else known[1]
+        session = session_id_of(message)
+        if session is None:
+            return None
+        if method in _ATTACHES_SESSION:
+            # The RFD's resume flow: the session's stream first, then the POST naming it.
+            return session if await self._open_session(session, missing_ok=True) else None
+        if method in CONNECTION_SCOPED_METHODS:
+            return None
+        if method in _ENDS_SESSION:
+            self._ending_sessions.add(session)
+        return session
+
+    async def _initialize(self, body: bytes) -> None:
+        response = await self._clients.initialize(self.url, body, self)
+        if response.status_code != 200:
+            raise self.broken(self._status(response, "initialize"), status=response.status_code)
+        connection_id = response.headers.get(CONNECTION_HEADER)
+        if not connection_id:
+            raise self.broken(
+                f"{self.url} answered initialize without an {CONNECTION_HEADER} header"
+            )
+        self.connection_id = connection_id
+        self.http_version = response.http_version
+        try:
+            answer = json.loads(response.content)
+        except ValueError:
+            answer = None
+        if isinstance(answer, dict):
+            result = cast(dict[str, JsonValue], answer).get("result")
+            version = result.get("protocolVersion") if isinstance(result, dict) else None
+            if isinstance(version, int):
+                self._protocol_version = str(version)
+        if not await self._open_stream(None):
+            raise self.broken(self.failure or f"{self.url}: no connection stream")
+        await self.push_text(response.text)
+
+    async def _post(self, body: bytes, session: str | None, what: str) -> None:
+        import httpx
+
+        headers = self._headers(session)
+        headers["Content-Type"] = JSON_TYPE
+        try:
+            response = await self._clients.client.post(self.url, content=body, headers=headers)
+        except httpx.HTTPError as exc:
+            raise self.broken(
+                f"POST {what} to {self.url} failed: {type(exc).__name__}: {exc}"
+            ) from exc
+        if not response.is_success:
+            raise self.broken(self._status(response, f"POST {what}"), status=response.status_code)
+        if response.status_code == 200 and response.content.strip():
+            await self._on_text(response.text, session)
+
+    def _headers(self, session: str | None) -> dict[str, str]:
+        headers: dict[str, str] = {}
+        if self.connection_id is not None:
+            headers[CONNECTION_HEADER] = self.connection_id
+        if self._protocol_version is not None:
+            headers[PROTOCOL_VERSION_HEADER] = self._protocol_version
+        if session is not None:
+            headers[SESSION_HEADER] = session
+        return headers
+
+    def _status(self, response: httpx.Response, what: str) -> str:
+        return status_reason(
+            self.url, response.status_code, what, response.text, token_sent=self.token_sent
+        )
+
+    # -- the GET streams
+
+    async def _open_session(self, session: str, *, missing_ok: bool = False) -> bool:
+        """Open the session's stream unless it is open; ``False`` when the server does not know
+        the session and ``missing_ok`` (else the link fails)."""
+        if session in self.session_streams:
+            return True
+        opened = await self._open_stream(session, missing_ok=missing_ok)
+        if opened:
+            self.session_streams.add(session)
+        elif self.failure is not None:
+            raise self.broken(self.failure)
+        return opened
+
+    async def _open_stream(self, session: str | None, *, missing_ok: bool = False) -> bool:
+        """Start reading a GET stream; returns once the server answered it (``True``: open)."""
+        opened = await self._tg.start(self._read_stream, session, missing_ok)
+        return bool(opened)
+
+    async def _read_stream(
+        self,
+        session: str | None,
+        missing_ok: bool,
+        *,
+        task_status: anyio.abc.TaskStatus[bool],
+    ) -> None:
+        import httpx
+
+        scope = "connection" if session is None else f"session {session}"
+        headers = self._headers(session)
+        headers["Accept"] = ACCEPT_SSE
+        async with self._clients.stream_client() as client:
+            request = client.build_request(
+                "GET", self.url, headers=headers, timeout=httpx.Timeout(self.timeout, read=None)
+            )
+            try:
+                with anyio.fail_after(self.timeout):
+                    response = await client.send(request, stream=True)
+            except (httpx.HTTPError, TimeoutError) as exc:
+                self.fail(
+                    f"GET of the {scope} stream of {self.url} failed: {type(exc).__name__}: {exc}"
+                )
+                task_status.started(False)
+                return
+            await self._serve_stream(response, session, scope, missing_ok, task_status)
+
+    async def _serve_stream(
+        self,
+        response: httpx.Response,
+        session: str | None,
+        scope: str,
+        missing_ok: bool,
+        task_status: anyio.abc.TaskStatus[bool],
+    ) -> None:
+        try:
+            if response.status_code == 404 and missing_ok:
+                logger.debug("%s: %s unknown to the server (404)", self.url, scope)
+                task_status.started(False)
+                return
+            if response.status_code != 200:
+                await response.aread()
+                self.fail(self._status(response, f"the {scope} stream"))
+                task_status.started(False)
+                return
+            task_status.started(True)
+            reason = await self._read_events(response, session)
+            if session is not None and (self.closing or session in self._ending_sessions):
+                self.session_streams.discard(session)
+                return
+            self.fail(f"the {scope} stream of {self.url} {reason}")
+        finally:
+            with anyio.move_on_after(self.timeout, shield=True):
+                await response.aclose()
+
+    async def _read_events(self, response: httpx.Response, session: str | None) -> str:
+        """Hand the stream's messages to the peer until it ends; returns how it ended."""
+        import httpx
+
+        decoder = SseDecoder(max_event_bytes=self.max_message_bytes)
+        try:
+            async for chunk in response.aiter_raw():
+                for event, data in decoder.feed(chunk):
+                    if event == "message":
+                        await self._on_text(data, session)
+        except httpx.HTTPError as exc:
+            return f"broke: {type(exc).__name__}: {exc}"
+        except ValueError as exc:  # an event over the bound
+            return f"was abandoned: {exc}"
+        return "ended"
+
+    async def _on_text(self, text: str, session: str | None) -> None:
+        """One message from the server: note what answering it needs, then hand it over."""
+        try:
+            message: JsonValue = json.loads(text)
+        except ValueError:
+            await self.push_text(text)
+            return
+        if isinstance(message, dict):
+            await self._before_peer(cast(dict[str, JsonValue], message), session)
+        await self.push_text(text)
+
+    async def _before_peer(self, message: dict[str, JsonValue], session: str | None) -> None:
+        if "id" not in message:
+            return
+        if "method" in message:  # the agent's request: its answer goes to the same session
+            self._agent_requests.record(message["id"], session_id_of(message) or session)
+            return
+        ours = self._our_requests.pop(_key(message["id"]), None)
+        if ours is None or ours[0] not in _OPENS_SESSION:
+            return
+        result = message.get("result")
+        opened = result.get("sessionId") if isinstance(result, dict) else None
+        if isinstance(opened, str) and not self.closing and self.failure is None:
+            await self._open_session(opened)
+
+    # -- closing
+
+    async def delete(self) -> None:
+        """DELETE the connection (bounded; a failure is only logged)."""
+        import httpx
+
+        if self.connection_id is None:
+            return
+        with anyio.move_on_after(self.timeout, shield=True):
+            try:
+                response = await self._clients.client.delete(self.url, headers=self._headers(None))
+            except httpx.HTTPError as exc:
+                logger.debug("%s: DELETE failed: %r", self.url, exc)
+            else:
+                logger.debug("%s: DELETE answered %d", self.url, response.status_code)
+
+
+@final
+class _Clients:
+    """The connection's ``httpx.AsyncClient`` (its cookie jar is the connection's), and the
+    HTTP/2 choice: over ``http://`` the first request may fall back to HTTP/1.1."""
+
+    def __init__(
+        self, url: str, headers: Mapping[str, str], timeout: float, http2: bool | None
+    ) -> None:
+        from http.cookiejar import CookieJar
+
+        self._headers = dict(headers)
+        self._timeout = timeout
+        self._jar = CookieJar()
+        secure = url.lower().startswith("https://")
+        prior_knowledge = not secure and http2 is not False
+        self._h2 = http2 is not False
+        self._http1 = not prior_knowledge
+        self.client = self._make()
+        self._may_fall_back = prior_knowledge and http2 is None
+
+    def _make(self) -> httpx.AsyncClient:
+        import httpx
+
+        return httpx.AsyncClient(
+            headers=self._headers,
+            cookies=self._jar,
+            timeout=httpx.Timeout(self._timeout),
+            http2=self._h2,
+            http1=self._http1,
+            follow_redirects=False,
+        )
+
+    def stream_client(self) -> httpx.AsyncClient:
+        """A client for one GET stream: its own connection (see :func:`open_http_link`),
+        the connection's cookie jar and HTTP version."""
+        return self._make()
+
+    async def initialize(self, url: str, body: bytes, link: HttpLink) -> httpx.Response:
+        """POST ``initialize``; over h2c that the server does not speak, again over HTTP/1.1."""
+        import httpx
+
+        headers = {"Content-Type": JSON_TYPE, "Accept": JSON_TYPE}
+        try:
+            return await self.client.post(url, content=body, headers=headers)
+        except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+            if not self._may_fall_back:
+                raise link.broken(
+                    f"POST initialize to {url} failed: {type(exc).__name__}: {exc}"
+                ) from exc
+            logger.debug("%s: no HTTP/2 with prior knowledge (%r): HTTP/1.1", url, exc)
+        except httpx.HTTPError as exc:
+            if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+                raise link.broken(
+                    f"cannot connect to {url}: {type(exc).__name__}: {exc}", unreachable=True
+                ) from exc
+            raise link.broken(
+                f"POST initialize to {url} failed: {type(exc).__name__}: {exc}"
+            ) from exc
+        with anyio.move_on_after(self._timeout, shield=True):
+            await self.client.aclose()
+        self._h2, self._http1 = False, True
+        self.client = self._make()
+        self._may_fall_back = False
+        try:
+            return await self.client.post(url, content=body, headers=headers)
+        except httpx.HTTPError as exc:
+            raise link.broken(
+                f"POST initialize to {url} failed: {type(exc).__name__}: {exc}"
+            ) from exc
+
+    async def aclose(self) -> None:
+        with anyio.move_on_after(self._timeout, shield=True):
+            await self.client.aclose()
+
+
+@asynccontextmanager
+async def open_http_link(
+    url: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    token: str | None = None,
+    timeout: float = 30.0,
+    http2: bool | None = None,
+    max_message_bytes: int = 64 * 1024 * 1024,
+) -> AsyncGenerator[HttpLink, None]:
+    """A Streamable HTTP link to the ACP endpoint ``url`` for the block's duration.
+
+    ``headers`` go on every request, ``token`` as ``Authorization: Bearer``; ``timeout``
+    bounds each POST, the opening of each GET stream and the DELETE (an open stream may stay
+    idle). ``http2``: ``None`` tries HTTP/2 (ALPN on https, prior knowledge on http, falling
+    back to HTTP/1.1), ``False`` uses HTTP/1.1, ``True`` insists on HTTP/2.
+    """
+    all_headers = dict(headers or {})
+    if token is not None:
+        all_headers["Authorization"] = f"Bearer {token}"
+    clients = _Clients(url, all_headers, timeout, http2)
+    token_sent = "authorization" in {name.lower() for name in all_headers}
+    raised: BaseException | None = None
+    try:
+        async with anyio.create_task_group() as tg:
+            link = HttpLink(
+                url,
+                clients,
+                tg,
+                timeout=timeout,
+                token_sent=token_sent,
+                max_message_bytes=max_message_bytes,
+            )
+            try:
+                yield link
+            except BaseException as exc:
+                raised = exc
+            finally:
+                link.closing = True
+                tg.cancel_scope.cancel()
+                await link.delete()
+                link.close_inbound()
+    finally:
+        await clients.aclose()
+    if raised is not None:  # re-raised as itself, not wrapped in an ExceptionGroup
+        raise raised

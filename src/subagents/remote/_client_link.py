@@ -1,0 +1,147 @@
+"""What the Streamable HTTP and WebSocket client links share: the peer's side of a link.
+
+A link is the :class:`anyio.abc.ByteStream` the project's JSON-RPC peer runs over, unchanged:
+the peer writes NDJSON lines (:meth:`MessageLink.send`: one message each, delivered by the
+transport) and reads the lines the transport pushes (messages from the server, one per line).
+
+A transport failure (an HTTP status, a stream that ends or breaks, a WebSocket closed by the
+server) is :meth:`MessageLink.fail`: the lines already pushed are still read, then the peer
+sees the end of its stream and :meth:`MessageLink.reason` names the cause (the URL, the
+status, the exception), which is what pending calls fail with. A write after the failure
+raises :class:`anyio.BrokenResourceError`, which the peer turns into the same reason. Nothing
+reconnects: the RFD leaves reconnection to the host (v1).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Final
+
+import anyio
+import anyio.abc
+
+from ..protocol.jsonrpc import JsonValue
+
+__all__ = ("INBOUND_BUFFER", "MessageLink", "auth_reason", "lines_of", "status_reason")
+
+logger = logging.getLogger("subagents.remote.client")
+
+INBOUND_BUFFER: Final = 256
+"""Messages from the server waiting for the peer to read them; past it the transport stops
+reading (an SSE stream or the socket), which holds the server back."""
+
+_BODY_IN_ERRORS: Final = 300
+"""The first characters of an error response's body that a failure quotes."""
+
+
+def auth_reason(url: str, status: int, *, token_sent: bool) -> str:
+    """Why a 401 refused the connection, with what to do about it."""
+    if token_sent:
+        return f"the server at {url} refused the token (HTTP {status})"
+    return (
+        f"the server at {url} needs a token (HTTP {status}): pass token= to connect_agent, "
+        "or set token_env in the agent's registry entry"
+    )
+
+
+def status_reason(url: str, status: int, what: str, body: str, *, token_sent: bool) -> str:
+    """A failure naming the URL, the status, what was refused and the body's start."""
+    if status == 401:
+        return auth_reason(url, status, token_sent=token_sent)
+    excerpt = body.strip()[:_BODY_IN_ERRORS]
+    return f"HTTP {status} from {url} for {what}" + (f": {excerpt}" if excerpt else "")
+
+
+class MessageLink(anyio.abc.ByteStream):
+    """The peer's byte stream over a message transport (subclasses deliver the messages)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.failure: str | None = None
+        """Why the link failed (``None`` while it works, and after an orderly close)."""
+        self.failure_status: int | None = None
+        """The HTTP status the link failed on, if it failed on one."""
+        self.unreachable = False
+        """Whether it failed because the server could not be reached at all."""
+        self.closing = False
+        """Set once the client closes: streams that end from then on are no failure."""
+        self._inbound_in, self._inbound = anyio.create_memory_object_stream[bytes](INBOUND_BUFFER)
+        self._rest = b""
+
+    # -- failing
+
+    def fail(self, reason: str) -> None:
+        """The transport is lost: the peer reads what was pushed, then the end of its stream
+        (the first reason wins; nothing after an orderly close)."""
+        if self.failure is None and not self.closing:
+            self.failure = reason
+            logger.info("%s", reason)
+        self._inbound_in.close()
+
+    def broken(
+        self, reason: str, *, status: int | None = None, unreachable: bool = False
+    ) -> anyio.BrokenResourceError:
+        """:meth:`fail`, and the error a write raises (the peer reads :meth:`reason`)."""
+        if self.failure is None and not self.closing:
+            self.failure_status = status
+            self.unreachable = unreachable
+        self.fail(reason)
+        return anyio.BrokenResourceError(self.failure or reason)
+
+    def check_open(self) -> None:
+        if self.failure is not None:
+            raise anyio.BrokenResourceError(self.failure)
+        if self.closing:
+            raise anyio.ClosedResourceError
+
+    async def reason(self) -> str:
+        """Why the stream ended (the peer's ``eof_reason``)."""
+        return self.failure or f"the connection to {self.url} closed"
+
+    # -- what the peer reads
+
+    async def push_line(self, line: bytes) -> None:
+        """One message from the server, for the peer (dropped once the link is closed)."""
+        try:
+            await self._inbound_in.send(line)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            logger.debug("%s: a message after the link closed dropped", self.url)
+
+    async def push_text(self, text: str) -> JsonValue:
+        """Push one JSON-RPC message received as text; returns it parsed (``None`` when it is
+        not JSON: it is pushed on one line all the same, for the peer to report)."""
+        try:
+            message: JsonValue = json.loads(text)
+        except ValueError:
+            await self.push_line(text.replace("\r", " ").replace("\n", " ").encode() + b"\n")
+            return None
+        if "\n" in text or "\r" in text:
+            text = json.dumps(message, separators=(",", ":"))
+        await self.push_line(text.encode() + b"\n")
+        return message
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        if not self._rest:
+            self._rest = await self._inbound.receive()
+        data, self._rest = self._rest[:max_bytes], self._rest[max_bytes:]
+        return data
+
+    # -- closing (the peer closes its send side when it is done)
+
+    async def send_eof(self) -> None:
+        self.closing = True
+
+    async def aclose(self) -> None:
+        self.closing = True
+
+    def close_inbound(self) -> None:
+        """The transport is gone for good (the link's owner closes it on the way out)."""
+        self.closing = True
+        self._inbound_in.close()
+        self._inbound.close()
+
+
+def lines_of(item: bytes) -> list[bytes]:
+    """The non-blank lines of what the peer wrote (one message each)."""
+    return [line for line in item.splitlines() if line.strip()]

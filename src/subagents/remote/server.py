@@ -114,6 +114,12 @@ class RemoteServer:
     def session_count(self) -> int:
         return self._hub.session_count
 
+    async def drain(self) -> None:
+        """What leaving the ``async with`` does first: refuse new connections (503), cancel
+        the turns in flight and deliver their answers (bounded), end the streams, stop every
+        agent. The listener stays open (``/health`` says ``draining``) until the block ends."""
+        await self._hub.drain()
+
     def agent_pids(self) -> list[int]:
         """The process ids of the agents running now (command backends only)."""
         return [

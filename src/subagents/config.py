@@ -6,6 +6,9 @@ An entry says how to run one agent as a subagent::
     provider = "acp"                      # acp | codex | claude-code | spawn | fork | a plugin
     command = ["node", "agent.js", "--acp"]  # a list of words ("node agent.js" is refused)
     args = ["--verbose"]                  # appended to the command (also a list)
+    url = "https://build-box:8000/acp"    # acp only, instead of a command: an agent served
+                                          # over Streamable HTTP or WebSocket (ws://, wss://)
+    token_env = "BUILD_BOX_TOKEN"         # with url: the variable holding its bearer token
     env = { MY_AGENT_HOME = "/srv/agent" }
     cwd = "/work"
     model = "some-model"                  # codex, claude-code, spawn/fork (with an adapter)
@@ -20,9 +23,9 @@ An entry says how to run one agent as a subagent::
     adapter = "anthropic"
 
 A table for a name already defined (a built-in, or an entry of an earlier file) that gives no
-``provider``, ``command`` or ``args`` updates that entry instead of replacing it: its fields
-replace the entry's, and ``env`` and ``options`` are merged key by key. That is how a built-in
-gets its key without restating its command::
+``provider``, ``command``, ``args`` or ``url`` updates that entry instead of replacing it: its
+fields replace the entry's, and ``env`` and ``options`` are merged key by key. That is how a
+built-in gets its key without restating its command::
 
     [agents.codex]
     env = { OPENAI_API_KEY = "sk-..." }
@@ -117,6 +120,11 @@ class AgentSpec:
     options: Mapping[str, Any] = field(default_factory=dict[str, Any])
     source: str = "built-in"
     """Where the entry comes from (a file path, or ``built-in``)."""
+    url: str | None = None
+    """An ``acp`` agent served at this URL (``subagents serve --listen``, or any server of
+    the RFD's Streamable HTTP / WebSocket transport) instead of a command."""
+    token_env: str | None = None
+    """With ``url``: the environment variable holding the server's bearer token."""
 
     def with_overrides(
         self, *, permission: Permission | None = None, model: str | None = None
@@ -163,6 +171,8 @@ def _entry(name: str, data: Mapping[str, Any], source: str) -> AgentSpec:
         "provider",
         "command",
         "args",
+        "url",
+        "token_env",
         "env",
         "cwd",
         "model",
@@ -186,10 +196,17 @@ def _entry(name: str, data: Mapping[str, Any], source: str) -> AgentSpec:
         raise ConfigError(f"{where}: provider must be a name")
     command = _str_list(data.get("command", []), f"{where}.command", "command")
     command += _str_list(data.get("args", []), f"{where}.args", "args")
-    if provider in ("acp", "codex", "claude-code") and not command:
+    url, token_env = _url_fields(data, where, provider, command)
+    if provider in ("acp", "codex", "claude-code") and not command and url is None:
         raise ConfigError(
-            f"{where}: provider {provider!r} needs a command",
-            hint='give it the command that starts the agent: command = ["program", "argument"]',
+            f"{where}: provider {provider!r} needs a command"
+            + (" or a url" if provider == "acp" else ""),
+            hint='give it the command that starts the agent: command = ["program", "argument"]'
+            + (
+                '; or the URL it is served at: url = "http://host:8000/acp"'
+                if provider == "acp"
+                else ""
+            ),
         )
     env = data.get("env", {})
     if not isinstance(env, dict) or not all(
@@ -230,6 +247,8 @@ def _entry(name: str, data: Mapping[str, Any], source: str) -> AgentSpec:
         name=name,
         provider=provider,
         command=command,
+        url=url,
+        token_env=token_env,
         env=cast(dict[str, str], env),
         cwd=cast("str | None", data.get("cwd")),
         model=cast("str | None", data.get("model")),
@@ -242,6 +261,47 @@ def _entry(name: str, data: Mapping[str, Any], source: str) -> AgentSpec:
         options=cast(dict[str, Any], options),
         source=source,
     )
+
+
+def _url_fields(
+    data: Mapping[str, Any], where: str, provider: str, command: tuple[str, ...]
+) -> tuple[str | None, str | None]:
+    """An entry's ``url`` and ``token_env``, checked."""
+    from .protocol.acp_remote import is_agent_url
+
+    url = data.get("url")
+    token_env = data.get("token_env")
+    if url is not None:
+        if not isinstance(url, str) or not is_agent_url(url):
+            raise ConfigError(
+                f"{where}.url: expected an http://, https://, ws:// or wss:// URL",
+                hint='write the agent\'s endpoint: url = "http://host:8000/acp"',
+            )
+        if provider != "acp":
+            raise ConfigError(
+                f"{where}.url: only acp entries take a url (this one is {provider!r})",
+                hint='an agent served by URL speaks ACP: provider = "acp"',
+            )
+        if command:
+            raise ConfigError(
+                f"{where}: give a command or a url, not both",
+                hint="a url names an agent already running; a command starts one",
+            )
+    if token_env is not None:
+        if not isinstance(token_env, str) or not _ENV_NAME.match(token_env):
+            raise ConfigError(
+                f"{where}.token_env: expected the name of an environment variable",
+                hint='token_env = "MY_AGENT_TOKEN" (the variable holds the token)',
+            )
+        if url is None:
+            raise ConfigError(
+                f"{where}.token_env: only an entry with a url takes a token",
+                hint='add the agent\'s url = "http://host:8000/acp", or drop token_env',
+            )
+    return url, token_env
+
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def parse_agents(
@@ -265,7 +325,7 @@ def parse_agents(
             raise ConfigError(f"{source}: agents.{name} must be a table")
         fields = cast(dict[str, Any], entry)
         base = (existing or {}).get(name)
-        if base is not None and not {"provider", "command", "args"} & set(fields):
+        if base is not None and not {"provider", "command", "args", "url"} & set(fields):
             fields = _updated(base, fields)
         result[name] = _entry(name, fields, source)
     return result
@@ -282,7 +342,7 @@ def _updated(base: AgentSpec, fields: Mapping[str, Any]) -> dict[str, Any]:
         "first_event_timeout": base.first_event_timeout or 0,
         "description": base.description,
     }
-    for key in ("cwd", "model", "timeout", "turn_deadline"):
+    for key in ("url", "token_env", "cwd", "model", "timeout", "turn_deadline"):
         value = getattr(base, key)
         if value is not None:
             data[key] = value
@@ -547,6 +607,10 @@ def to_toml(spec: AgentSpec) -> str:
     lines = [f"[agents.{key}]", f"provider = {_toml_string(spec.provider)}"]
     if spec.command:
         lines.append(f"command = {_toml_value(list(spec.command))}")
+    for key in ("url", "token_env"):
+        value = getattr(spec, key)
+        if value:
+            lines.append(f"{key} = {_toml_string(value)}")
     if spec.env:
         lines.append(f"env = {_toml_value(dict(spec.env))}")
     for key in ("cwd", "model", "description"):

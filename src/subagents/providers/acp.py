@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, cast, final
 
 import anyio
 
+from ..protocol.acp_remote import is_agent_url
 from ..protocol.jsonrpc import JsonValue
 from ..rpc import ConnectionClosedError, RPCError
 from ..transports import TurnOverflowError
@@ -148,7 +149,7 @@ class AcpConversation(ChildConversation):
             await self._serve(turn)
 
     def _not_opened(self) -> str:
-        return f"agent {self._provider.command[0]!r} did not open the session"
+        return f"{self._provider.what} did not open the session"
 
     def _start_error_code(self, failure: BaseException | None) -> SubagentErrorCode:
         if isinstance(failure, CapabilityError):
@@ -158,14 +159,18 @@ class AcpConversation(ChildConversation):
 
 @final
 class AcpProvider(ChildProvider):
-    """Runs children as ACP agent processes of ``command``."""
+    """Runs children as ACP agent processes of ``command``, or on the agent served at the URL
+    ``command`` is instead (``http(s)://``, ``ws(s)://``: one remote connection per child,
+    ``token`` or the variable ``token_env`` as its bearer token)."""
 
     _what = "AcpProvider"
 
     def __init__(
         self,
-        command: Sequence[str],
+        command: Sequence[str] | str,
         *,
+        token: str | None = None,
+        token_env: str | None = None,
         name: str = "acp",
         cwd: str | os.PathLike[str] | None = None,
         env: Mapping[str, str] | None = None,
@@ -180,7 +185,15 @@ class AcpProvider(ChildProvider):
         if not command:
             raise ValueError("empty agent command")
         super().__init__(name, dispose_timeout=dispose_timeout)
-        self.command = list(command)
+        self.url: str | None = None
+        """The agent's URL, for an agent served remotely."""
+        if isinstance(command, str):
+            if not is_agent_url(command):
+                raise ValueError(f"a command is a list of words; a str must be a URL: {command!r}")
+            self.url = command
+        self.command = [] if self.url is not None else list(command)
+        self.token = token
+        self.token_env = token_env
         self.cwd = cwd
         self.env = dict(env) if env is not None else None
         self.inherit_env = inherit_env
@@ -202,6 +215,10 @@ class AcpProvider(ChildProvider):
         """Spawn the agent, ``initialize`` it and ``authenticate`` when configured; the agent
         is stopped (shutdown ladder) when the block exits. ``asker`` says which child the
         connection serves (a :class:`~subagents.providers.RunAware` policy is told)."""
+        if self.url is not None:
+            async with self._connect_url(self.url, asker) as agent:
+                yield agent
+            return
         async with connect_agent(
             self.command,
             cwd=self.cwd,
@@ -215,6 +232,34 @@ class AcpProvider(ChildProvider):
             if self.auth_method is not None:
                 await agent.authenticate(self.auth_method)
             yield agent
+
+    @asynccontextmanager
+    async def _connect_url(
+        self, url: str, asker: Asker | None
+    ) -> AsyncGenerator[AgentConnection, None]:
+        token = self.token
+        if token is None and self.token_env is not None:
+            token = os.environ.get(self.token_env) or None
+            if token is None:
+                raise AgentStartupError(
+                    f"{url} needs the token in ${self.token_env} (token_env), which is not set"
+                )
+        async with connect_agent(
+            url,
+            token=token,
+            permission_policy=self._policy_for(self.permission_policy, asker),
+            initialize_timeout=self.initialize_timeout,
+            cancel_timeout=self.cancel_timeout,
+            name=self._name,
+        ) as agent:
+            if self.auth_method is not None:
+                await agent.authenticate(self.auth_method)
+            yield agent
+
+    @property
+    def what(self) -> str:
+        """The agent, in messages: ``agent 'node'`` or ``agent at http://...``."""
+        return f"agent at {self.url}" if self.url is not None else f"agent {self.command[0]!r}"
 
     async def prepare_continuable(
         self, request: SubagentRequest, *, cancel: CancelSignal
@@ -245,7 +290,7 @@ class AcpProvider(ChildProvider):
     async def start(self, request: SubagentRequest, *, cancel: CancelSignal) -> AcpRun:
         self._check_request(request, cancel)
         run = self._new_run(AcpRun, request)
-        return await self._start_run(run, request, cancel, what=f"agent {self.command[0]!r}")
+        return await self._start_run(run, request, cancel, what=self.what)
 
 
 def _tool_output(update: ToolCallUpdate | ToolCall) -> str:

@@ -209,7 +209,8 @@ def build_provider(spec: AgentSpec, context: BuildContext | None = None) -> Mana
         from .acp import AcpProvider
 
         return AcpProvider(
-            spec.command,
+            spec.url or spec.command,
+            token_env=spec.token_env,
             name=spec.name,
             cwd=cwd,
             env=_env(spec),

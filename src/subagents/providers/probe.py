@@ -65,7 +65,13 @@ __all__ = (
 )
 
 ProbeStatus: TypeAlias = Literal[
-    "ok", "not installed", "needs credentials", "not logged in", "no network", "failed"
+    "ok",
+    "not installed",
+    "unreachable",
+    "needs credentials",
+    "not logged in",
+    "no network",
+    "failed",
 ]
 NOT_READY: Final[frozenset[ProbeStatus]] = frozenset(
     {"needs credentials", "not logged in", "no network"}
@@ -193,6 +199,8 @@ async def _probe_acp(
 ) -> tuple[ProbeResult, ModelApi | None]:
     """The probe (``login``: what the entry as configured says of a Claude login, for an
     agent that has no account query), and the model API it would use when it is ready."""
+    if spec.url is not None:
+        return await _acp_url_connection(spec, spec.url, timeout), None
     found = await _acp_connection(spec, timeout)
     if found.status == "ok":
         found = found.with_cause(login)
@@ -230,6 +238,43 @@ async def _acp_connection(spec: AgentSpec, timeout: float) -> ProbeResult:
             if process.exit is not None and "exited" not in reason:
                 reason = one_line(f"{reason}; agent {process.exit.describe()}")
             return ProbeResult(spec.name, spec.provider, "failed", reason)
+
+
+async def _acp_url_connection(spec: AgentSpec, url: str, timeout: float) -> ProbeResult:
+    """An agent served at ``url``: ``unreachable`` (connection refused, name not found),
+    ``needs credentials`` (401), else as over stdio."""
+    try:
+        from ..remote.client import RemoteStartupError, connect_agent_url, token_from_env
+    except ImportError as exc:
+        return ProbeResult(spec.name, spec.provider, "failed", _reason(exc))
+    token = token_from_env(spec.token_env)
+    started = time.monotonic()
+    try:
+        async with connect_agent_url(
+            url, token=token, timeout=timeout, initialize_timeout=timeout, name=spec.name
+        ) as agent:
+            return await _acp_session(spec, agent, started)
+    except RemoteStartupError as exc:
+        if exc.unreachable:
+            return ProbeResult(
+                spec.name,
+                spec.provider,
+                "unreachable",
+                _reason(exc),
+                hint=f"start the agent's server at {url} (subagents serve --listen), "
+                "or fix the entry's url",
+            )
+        if exc.status in (401, 403):
+            if spec.token_env is None:
+                hint = 'the server wants a token: set token_env = "VARIABLE" holding it'
+            elif token is None:
+                hint = f"set ${spec.token_env} to the server's token"
+            else:
+                hint = f"${spec.token_env} does not hold a token the server accepts"
+            return ProbeResult(
+                spec.name, spec.provider, "needs credentials", _reason(exc), hint=hint
+            )
+        return ProbeResult(spec.name, spec.provider, "failed", _reason(exc))
 
 
 async def _acp_session(spec: AgentSpec, agent: AgentConnection, started: float) -> ProbeResult:
@@ -404,7 +449,7 @@ async def _probe_agent(
     spec: AgentSpec, timeout: float, *, login: NotReady | None, network: bool
 ) -> ProbeResult:
     child_probe = CHILD_PROBES.get(spec.provider)
-    if child_probe is not None:
+    if child_probe is not None and spec.url is None:
         if not spec.command:
             return ProbeResult(spec.name, spec.provider, "failed", "no command")
         if find_command(spec) is None:

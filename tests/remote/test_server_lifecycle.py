@@ -172,3 +172,22 @@ async def test_beyond_loopback_a_token_is_required() -> None:
     with pytest.raises(RemoteServerConfigError, match="empty"):
         async with serve_acp_http(backend, token="  "):
             pass
+
+
+async def test_a_stream_that_is_not_read_ends_the_connection() -> None:
+    """Every wait is bounded: a client that keeps its stream open but stops reading it
+    blocks the agent (backpressure) at most ``write_timeout``; then the connection ends and
+    its agent is stopped, instead of being held forever."""
+    limits = ServerLimits(max_buffered_messages=4, write_timeout=0.5)
+    async with running_server(limits=limits) as server, connected(server) as (client, events):
+        session_id = await client.new_session(events)
+        headers = {**client.headers(session_id), "Accept": "text/event-stream"}
+        async with client.http.stream("GET", client.url, headers=headers) as unread:
+            assert unread.status_code == 200
+            [pid] = server.agent_pids()
+            await client.post(prompt_request(3, session_id, "stream 20000"), session_id)
+            assert await events.rest() == []  # the connection ended: its stream too
+            with anyio.fail_after(WAIT):  # the unread stream is ended too, then the agent
+                while server.connection_count:  # noqa: ASYNC110 - no event to wait on
+                    await anyio.sleep(0.05)
+    assert not alive(pid)

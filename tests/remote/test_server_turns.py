@@ -193,3 +193,27 @@ async def test_the_in_process_runtime_serves_a_turn() -> None:
     assert answer["result"]["stopReason"] == "end_turn"
     assert "".join(texts(before)).strip()
     assert len(runtimes) == 2  # one runtime (session space) per connection
+
+
+async def test_a_closed_session_ends_its_stream_and_frees_its_place() -> None:
+    """RFD: "per-session streams have independent lifetimes": after a successful
+    session/close (answered on the session's stream) that stream ends and the session is no
+    longer the connection's (404), so it no longer counts against ``max_sessions``."""
+    from subagents.remote import ServerLimits
+
+    async with (
+        running_server(limits=ServerLimits(max_sessions=1)) as server,
+        connected(server) as (client, events),
+    ):
+        session_id = await client.new_session(events, 2)
+        async with client.stream(session_id) as session_events:
+            close = {"jsonrpc": "2.0", "id": 3, "method": "session/close"}
+            close["params"] = {"sessionId": session_id}
+            assert (await client.post(close, session_id)).status_code == 202
+            _, answer = await session_events.until_answer(3)
+            assert await session_events.rest() == []
+        late = await client.post(prompt_request(4, session_id, "echo"), session_id)
+        another = await client.new_session(events, 5)
+    assert "result" in answer
+    assert late.status_code == 404
+    assert another != session_id

@@ -44,6 +44,8 @@ __all__ = (
 
 logger = logging.getLogger("subagents.remote")
 
+STREAM_FLUSH_GRACE: Final = 2.0
+"""Seconds the streams of an ended connection get to write what is left before they end."""
 SESSION_OPENING_METHODS: Final = frozenset({"session/load", "session/resume"})
 """Connection-scoped methods that name an existing session: the session is the connection's
 from the POST on (its stream may open before the answer, and a load's replay goes there)."""
@@ -146,17 +148,26 @@ class Outlet:
         """The next message (``anyio.EndOfStream`` once closed and empty)."""
         return await self._receive.receive()
 
-    async def put(self, text: str) -> bool:
-        """Queue ``text``; ``False`` when it does not fit and no stream reads (overflow)."""
+    async def put(self, text: str, timeout: float) -> bool:
+        """Queue ``text``; ``False`` when it does not fit and no stream reads (overflow), or
+        the stream reading it took no message for ``timeout`` seconds."""
         try:
             self._send.send_nowait(text)
         except anyio.WouldBlock:
             if self._reader is None:
                 return False
-            await self._send.send(text)
+            with anyio.move_on_after(timeout):
+                await self._send.send(text)
+                return True
+            return False
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass  # closed: the connection is over
         return True
+
+    def abort(self) -> None:
+        """Stop the reader now (it did not take what was left in time)."""
+        if self._reader is not None:
+            self._reader.cancel()
 
     def put_nowait(self, text: str) -> None:
         try:
@@ -199,6 +210,8 @@ class RemoteConnection:
         """Client→agent requests in flight, with the session whose stream gets the answer."""
         self._agent_requests = RequestScopes()
         """Agent→client requests awaiting the client's answer, with their session."""
+        self._closing: dict[tuple[str, JsonValue], str] = {}
+        """Ids of the session/close requests in flight, with their session."""
         self._creating: set[tuple[str, JsonValue]] = set()
         """Ids of the session/new, load and resume requests in flight (the session limit)."""
         self._initialize: tuple[JsonValue, anyio.Event] | None = None
@@ -270,9 +283,14 @@ class RemoteConnection:
         finally:
             self.stop("the agent is stopped")
             self._answer_the_rest()
-            self.outlet.close()
-            for outlet in self._sessions.values():
+            outlets = self.outlets()
+            for outlet in outlets:
                 outlet.close()
+            with anyio.CancelScope(shield=True), anyio.move_on_after(STREAM_FLUSH_GRACE):
+                for outlet in outlets:  # the streams write what is left, then end
+                    await outlet.readers_gone.wait()
+            for outlet in outlets:
+                outlet.abort()
             self.finished.set()
 
     async def _cancel_turns(self) -> None:
@@ -340,15 +358,18 @@ class RemoteConnection:
             logger.warning("connection %s: the agent wrote JSON that is not an object", self.id)
             return True
         text = line.decode("utf-8", errors="replace")
+        closed = self._closed_by(message)  # pyright: ignore[reportUnknownArgumentType]
         outlet = self._route(message)  # pyright: ignore[reportUnknownArgumentType]
         if outlet is None:
             return True
-        if not await outlet.put(text):
+        if not await outlet.put(text, self.limits.write_timeout):
             self.stop(
                 f"more than {self.limits.max_buffered_messages} messages wait for a stream "
-                "that is not open"
+                "that is not open, or is not read"
             )
             return False
+        if closed is not None:
+            self._forget_session(closed)
         return True
 
     def _route(self, message: dict[str, JsonValue]) -> Outlet | None:
@@ -382,6 +403,19 @@ class RemoteConnection:
         if session_id is not None:
             return self._sessions.get(session_id, self.outlet)
         return self.outlet
+
+    def _closed_by(self, message: dict[str, JsonValue]) -> str | None:
+        """The session a successful ``session/close`` answer ends, if ``message`` is one."""
+        if not self._closing or isinstance(message.get("method"), str):
+            return None
+        session_id = self._closing.pop(_key(message.get("id")), None)
+        return session_id if "result" in message else None
+
+    def _forget_session(self, session_id: str) -> None:
+        """After ``session/close``: its stream ends (after the answer), its place is free."""
+        outlet = self._sessions.pop(session_id, None)
+        if outlet is not None:
+            outlet.close()
 
     def _note(self, message: dict[str, JsonValue]) -> None:
         """WebSocket: keep the session count (for ``/health``) and the requests in flight."""
@@ -487,6 +521,8 @@ class RemoteConnection:
                     self._add_session(named)
         else:
             scope = session_header
+            if method == "session/close" and session_header is not None:
+                self._closing[_key(request_id)] = session_header
         self._client_requests.record(request_id, scope)
         try:
             await self.send_to_agent(message)
@@ -496,7 +532,8 @@ class RemoteConnection:
             raise
 
     async def _refuse(self, request_id: JsonValue, reason: str) -> None:
-        await self.outlet.put(_dumps(error_response(request_id, ErrorCode.INVALID_REQUEST, reason)))
+        message = error_response(request_id, ErrorCode.INVALID_REQUEST, reason)
+        await self.outlet.put(_dumps(message), self.limits.write_timeout)
 
     async def post_websocket(self, message: dict[str, JsonValue]) -> None:
         """A message from the WebSocket: forwarded as is (the requests noted for the drain)."""

@@ -103,7 +103,9 @@ class HttpLink(MessageLink):
         """Sessions whose GET stream is open."""
         self._ending_sessions: set[str] = set()
         self._agent_requests = RequestScopes()
-        self._our_requests: dict[tuple[str, JsonValue], tuple[str, str | None]] = {}
+        self._our_requests: dict[tuple[str, JsonValue], tuple[str, str | None, str | None]] = {}
+        """Our requests in flight: method, ``Acp-Session-Id`` sent, ``sessionId`` named."""
+        self._session_ready: dict[str, anyio.Event] = {}
         self._protocol_version: str | None = None
 
     # -- what the peer writes
@@ -125,9 +127,14 @@ class HttpLink(MessageLink):
             if self.connection_id is None:
                 raise self.broken(f"{self.url}: {method} written before initialize")
             session = await self._session_of_request(message, method)
+            named = session_id_of(message)
             if "id" in message:
-                self._our_requests[_key(message["id"])] = (method, session)
+                self._our_requests[_key(message["id"])] = (method, session, named)
             await self._post(body, session, method)
+            if method in _ATTACHES_SESSION and named is not None and session is None:
+                # A server that knows the session only from the POST on (404 before it):
+                # its stream now, before the answer (a load's replay goes there).
+                await self._open_session(named, missing_ok=True)
             return
         if self.connection_id is None:
             raise self.broken(f"{self.url}: an answer written before initialize")
@@ -213,13 +220,22 @@ class HttpLink(MessageLink):
     async def _open_session(self, session: str, *, missing_ok: bool = False) -> bool:
         """Open the session's stream unless it is open; ``False`` when the server does not know
         the session and ``missing_ok`` (else the link fails)."""
-        if session in self.session_streams:
-            return True
-        opened = await self._open_stream(session, missing_ok=missing_ok)
+        ready = self._session_ready.get(session)
+        if ready is not None:  # open, or being opened by another task
+            await ready.wait()
+            if session in self.session_streams:
+                return True
+        ready = self._session_ready[session] = anyio.Event()
+        try:
+            opened = await self._open_stream(session, missing_ok=missing_ok)
+        finally:
+            ready.set()
         if opened:
             self.session_streams.add(session)
-        elif self.failure is not None:
-            raise self.broken(self.failure)
+        else:
+            del self._session_ready[session]  # another attempt may find it
+            if self.failure is not None:
+                raise self.broken(self.failure)
         return opened
 
     async def _open_stream(self, session: str | None, *, missing_ok: bool = False) -> bool:
@@ -276,6 +292,7 @@ class HttpLink(MessageLink):
             reason = await self._read_events(response, session)
             if session is not None and (self.closing or session in self._ending_sessions):
                 self.session_streams.discard(session)
+                self._session_ready.pop(session, None)
                 return
             self.fail(f"the {scope} stream of {self.url} {reason}")
         finally:
@@ -316,12 +333,18 @@ class HttpLink(MessageLink):
             self._agent_requests.record(message["id"], session_id_of(message) or session)
             return
         ours = self._our_requests.pop(_key(message["id"]), None)
-        if ours is None or ours[0] not in _OPENS_SESSION:
-            return
         result = message.get("result")
-        opened = result.get("sessionId") if isinstance(result, dict) else None
-        if isinstance(opened, str) and not self.closing and self.failure is None:
-            await self._open_session(opened)
+        if ours is None or not isinstance(result, dict) or self.closing or self.failure:
+            return
+        method, _, named = ours
+        if method in _OPENS_SESSION:  # the server made the session: it must know it
+            opened = result.get("sessionId")
+            if isinstance(opened, str):
+                await self._open_session(opened)
+        elif method in _ATTACHES_SESSION and named is not None:
+            # A server may route the session's messages to the connection's stream instead
+            # (404: the official SDK's, which never learns a loaded session).
+            await self._open_session(named, missing_ok=True)
 
     # -- closing
 

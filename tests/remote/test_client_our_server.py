@@ -1,0 +1,184 @@
+"""Our URL client against our server (``subagents.remote.serve_acp_http``, in-process on the
+test's own backend: asyncio and trio), fronting the reference agent, over Streamable HTTP and
+WebSocket."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+
+import anyio
+import pytest
+
+from subagents.protocol import acp
+from subagents.remote import RemoteServer
+from subagents.remote._client_http import open_http_link
+from subagents.remote.client import RemoteStartupError, connect_agent_url
+from subagents.rpc import ConnectionClosedError
+from subagents.transports.acp_client import (
+    PromptTurn,
+    allow_policy,
+    connect_agent,
+    connect_agent_over,
+    reject_policy,
+)
+from tests.remote._server_helpers import running_server
+
+pytestmark = pytest.mark.anyio
+
+BOUND = 30.0
+TOKEN = "our-token"
+
+
+@pytest.fixture
+async def server() -> AsyncGenerator[RemoteServer, None]:
+    async with running_server() as running:
+        yield running
+
+
+@pytest.fixture(params=["http", "ws"])
+def transport(request: pytest.FixtureRequest) -> str:
+    name: str = request.param
+    return name
+
+
+def url_of(server: RemoteServer, transport: str) -> str:
+    return server.websocket_url if transport == "ws" else server.url
+
+
+def texts(updates: list[acp.SessionUpdate]) -> list[str]:
+    return [
+        update.content.text
+        for update in updates
+        if isinstance(update, acp.AgentMessageChunkSessionUpdate)
+        and isinstance(update.content, acp.TextContentBlock)
+    ]
+
+
+async def collect(turn: PromptTurn) -> list[acp.SessionUpdate]:
+    return [update async for update in turn]
+
+
+async def first_text(turn: PromptTurn) -> str:
+    """The turn's first message chunk (updates of other kinds before it skipped)."""
+    async for update in turn:
+        said = texts([update])
+        if said:
+            return said[0]
+    raise AssertionError("the turn ended without a message chunk")
+
+
+async def test_a_turn_streams_through_our_server(server: RemoteServer, transport: str) -> None:
+    """Issue 20 point 4: "the same turn against it (our client ↔ our server, HTTP and WS)":
+    the chunks in order, then the answer."""
+    with anyio.fail_after(BOUND):
+        async with connect_agent(url_of(server, transport)) as agent:
+            assert agent.agent_info is not None
+            session = await agent.new_session(cwd="/tmp")
+            async with session.prompt("stream 4") as turn:
+                updates = await collect(turn)
+            assert texts(updates) == ["1 ", "2 ", "3 ", "4 "]
+            assert turn.stop_reason == "end_turn"
+
+
+async def test_http2_by_prior_knowledge_to_our_server(server: RemoteServer) -> None:
+    """RFD "Requires HTTP/2": our server speaks h2c; the client uses it over ``http://``."""
+    with anyio.fail_after(BOUND):
+        async with (
+            open_http_link(server.url) as link,
+            connect_agent_over(link, link, eof_reason=link.reason) as agent,
+        ):
+            session = await agent.new_session(cwd="/tmp")
+            assert (await session.run("echo hi")).stop_reason == "end_turn"
+            assert link.http_version == "HTTP/2"
+
+
+@pytest.mark.parametrize(("policy", "said"), [("allow", "The tool ran."), ("reject", "denied")])
+async def test_a_permission_round_trip_through_our_server(
+    server: RemoteServer, transport: str, policy: str, said: str
+) -> None:
+    """RFD "Permission Flow": the agent's request on the session's stream, the client's answer
+    POSTed with ``Acp-Session-Id`` (our server routes it back by that session)."""
+    with anyio.fail_after(BOUND):
+        async with connect_agent_url(
+            url_of(server, transport),
+            permission_policy=allow_policy if policy == "allow" else reject_policy,
+        ) as agent:
+            session = await agent.new_session(cwd="/tmp")
+            async with session.prompt("tool") as turn:
+                updates = await collect(turn)
+            assert any(said in text for text in texts(updates))
+
+
+async def test_cancel_through_our_server(server: RemoteServer, transport: str) -> None:
+    """RFD "Cancel Flow": ``session/cancel`` while the turn runs; it ends ``cancelled``."""
+    with anyio.fail_after(BOUND):
+        async with connect_agent_url(url_of(server, transport)) as agent:
+            session = await agent.new_session(cwd="/tmp")
+            async with session.prompt("slow 100") as turn:
+                assert await first_text(turn) == "tick 0"
+                await session.cancel()
+                result = await turn.result()
+            assert result.stop_reason == "cancelled"
+
+
+@pytest.mark.parametrize("method", ["load", "resume"])
+async def test_a_session_comes_back_on_a_new_connection(
+    server: RemoteServer, transport: str, method: str
+) -> None:
+    """RFD "Resume Session Flow" and v1 "Sessions survive disconnects": on a new connection
+    the session's stream is opened before ``session/load`` (``session/resume``) is POSTed;
+    ``session/load`` replays the history, and the session takes a new turn."""
+    url = url_of(server, transport)
+    with anyio.fail_after(BOUND):
+        async with connect_agent_url(url) as first:
+            session = await first.new_session(cwd="/tmp")
+            assert (await session.run("echo remember me")).stop_reason == "end_turn"
+            session_id = session.session_id
+        async with connect_agent_url(url) as second:
+            if method == "load":
+                again = await second.load_session(session_id, cwd="/tmp")
+            else:
+                again = await second.resume_session(session_id, cwd="/tmp")
+            async with again.prompt("echo again") as turn:
+                said = texts(await collect(turn))
+            assert said[-1] == "echo again"
+            # session/load replays the history (on the session's stream), resume does not.
+            # Over HTTP the replay (session stream) and the answer (connection stream) travel
+            # apart: the replay may be read after the answer, within the next turn.
+            replayed = texts(list(again.idle_updates)) + said[:-1]
+            assert replayed == (["echo remember me"] if method == "load" else [])
+
+
+async def test_our_server_refuses_a_missing_or_wrong_token(transport: str) -> None:
+    """Issue 20 point 1 (auth): our server's 401 is a clear start-up error; the right token
+    connects."""
+    async with running_server(token=TOKEN) as server:
+        url = url_of(server, transport)
+        with anyio.fail_after(BOUND):
+            with pytest.raises(RemoteStartupError, match="needs a token"):
+                async with connect_agent_url(url):
+                    pass
+            with pytest.raises(RemoteStartupError, match="refused the token"):
+                async with connect_agent_url(url, token="nope"):
+                    pass
+            async with connect_agent_url(url, token=TOKEN) as agent:
+                session = await agent.new_session(cwd="/tmp")
+                assert (await session.run("echo ok")).stop_reason == "end_turn"
+
+
+async def test_our_server_draining_ends_the_turn_then_the_connection(transport: str) -> None:
+    """Issue 20 point 1: the server going away (its drain: the turn in flight answered
+    ``cancelled``, then the streams end) ends the connection: the next call fails with
+    ConnectionClosedError naming the URL, bounded, without a reconnect."""
+    with anyio.fail_after(BOUND):
+        async with running_server() as server:
+            url = url_of(server, transport)
+            async with connect_agent_url(url) as agent:
+                session = await agent.new_session(cwd="/tmp")
+                async with session.prompt("slow 1000") as turn:
+                    assert await first_text(turn) == "tick 0"
+                    await server.drain()
+                    assert (await turn.result()).stop_reason == "cancelled"
+                with pytest.raises(ConnectionClosedError) as info:
+                    await agent.new_session(cwd="/tmp")
+                assert f":{server.port}" in str(info.value)

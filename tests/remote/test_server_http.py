@@ -237,3 +237,13 @@ async def test_posts_and_a_stream_share_one_http2_connection(
             _, answer = await events.until_answer(2)
         await client.delete()
     assert answer["result"]["sessionId"]
+
+
+async def test_a_second_get_for_a_stream_takes_it_over(reference_server: RemoteServer) -> None:
+    """A client that reconnects its stream (the old one half-open) gets the messages from
+    then on: the new GET takes the stream over and the old response ends."""
+    async with connected(reference_server) as (client, old):
+        async with client.stream() as new:
+            assert await old.rest() == []  # the old response ended
+            session_id = await client.new_session(new)
+    assert session_id

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import httpx
 import pytest
 
 from subagents.remote import RemoteServer, ServerLimits
@@ -242,8 +243,29 @@ async def test_posts_and_a_stream_share_one_http2_connection(
 async def test_a_second_get_for_a_stream_takes_it_over(reference_server: RemoteServer) -> None:
     """A client that reconnects its stream (the old one half-open) gets the messages from
     then on: the new GET takes the stream over and the old response ends."""
-    async with connected(reference_server) as (client, old):
-        async with client.stream() as new:
-            assert await old.rest() == []  # the old response ended
-            session_id = await client.new_session(new)
+    async with connected(reference_server) as (client, old), client.stream() as new:
+        assert await old.rest() == []  # the old response ended
+        session_id = await client.new_session(new)
     assert session_id
+
+
+async def test_a_client_that_keeps_sending_after_its_answer_harms_no_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A body far beyond the limit is answered 413 before it ends (past the bytes the
+    server reads and drops); the DATA still coming for that finished HTTP/2 stream is dropped
+    (hypercorn 0.18 failed the connection on it, and on trio the whole server): the server
+    goes on serving."""
+    monkeypatch.setattr("subagents.remote._app.DISCARD_BYTES", 1024)
+    limits = ServerLimits(max_message_bytes=100)
+    async with running_server(limits=limits) as server:
+        async with http_client() as http:
+            try:
+                response = await http.post(server.url, content=b"x" * 2_000_000, headers=JSON)
+                status = response.status_code
+            except httpx.HTTPError:
+                status = None  # the client may see its upload cut short instead
+        async with http_client() as http:
+            health = await http.get(server.health_url)
+    assert status in (413, None)
+    assert health.status_code == 200

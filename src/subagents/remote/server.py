@@ -186,9 +186,45 @@ async def serve_acp_http(
             tg.cancel_scope.cancel()
 
 
+_h2_patched = False
+
+
+def _tolerate_data_after_the_response() -> None:
+    """Make hypercorn's HTTP/2 protocol drop DATA for a stream that is already gone.
+
+    hypercorn 0.18 raises ``KeyError`` (``H2Protocol._handle_events``) on a DATA frame for a
+    stream whose response is complete, failing the TCP connection, and on trio the whole
+    server: any client that keeps sending a body after its answer (say a 413) could stop it.
+    Such frames are dropped here (their bytes still acknowledged, so the connection's flow
+    control window stays open). Once per process; harmless where hypercorn handles them.
+    """
+    import h2.events
+    from hypercorn.protocol.h2 import H2Protocol
+
+    global _h2_patched
+    if _h2_patched:
+        return
+    _h2_patched = True
+    handle = cast(Any, H2Protocol)._handle_events
+
+    async def handle_events(self: Any, events: list[Any]) -> None:
+        kept: list[Any] = []
+        for event in events:
+            if isinstance(event, h2.events.DataReceived) and event.stream_id not in self.streams:
+                self.connection.acknowledge_received_data(
+                    event.flow_controlled_length or 0, event.stream_id
+                )
+                continue
+            kept.append(event)
+        await handle(self, kept)
+
+    cast(Any, H2Protocol)._handle_events = handle_events
+
+
 async def _hypercorn_serve(app: AcpAsgiApp, config: Any, trigger: Any) -> None:
     from ..transports._fd import on_asyncio
 
+    _tolerate_data_after_the_response()
     framework = cast(Any, app)
     if on_asyncio():
         from hypercorn.asyncio import serve as asyncio_serve  # pyright: ignore[reportUnknownVariableType]

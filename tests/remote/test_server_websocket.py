@@ -178,3 +178,19 @@ async def test_upgrades_beyond_the_connection_limit_are_503() -> None:
             async with websocket(server):
                 pass
     assert refused.value.response.status_code == 503
+
+
+async def test_the_in_process_runtime_serves_a_turn_over_websocket() -> None:
+    """Issue 20 backend (a), over the WebSocket profile: the runtime (offline model) served
+    in process, one runtime per connection."""
+    from subagents.harness.llm.offline import OfflineModel
+    from subagents.harness.runtime import AgentRuntime
+    from subagents.remote import runtime_agent
+
+    backend = runtime_agent(lambda: AgentRuntime(OfflineModel(tick=0.001)))
+    async with running_server(backend) as server, websocket(server) as ws:
+        session_id = await start_session(ws)
+        await ws.send_text(json.dumps(prompt_request(3, session_id, "slow 3")))
+        before, answer = await until_answer(ws, 3)
+    assert answer["result"]["stopReason"] == "end_turn"
+    assert "".join(texts(before)).strip()

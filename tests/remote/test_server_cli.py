@@ -122,6 +122,8 @@ def test_bad_listen_and_token_options_are_refused(
     assert "NO_SUCH_TOKEN_VAR" in capsys.readouterr().err
     assert main(["serve", "--", "some-agent"]) == 2
     assert "--listen" in capsys.readouterr().err
+    assert main(["serve", "--listen", "127.0.0.1:0", "--tls-cert", "c.pem"]) == 2
+    assert "both a certificate file and a key file" in capsys.readouterr().err
 
 
 def test_without_the_remote_extra_the_error_names_it(

@@ -15,6 +15,7 @@ agent per remote connection: the runtime, or any stdio ACP agent given after ``-
     subagents serve --listen 127.0.0.1:8765                        # loopback: no token needed
     ACP_TOKEN=... subagents serve --listen 0.0.0.0:8765 --token-env ACP_TOKEN
     subagents serve --listen 127.0.0.1:0 -- python -m subagents.agents.reference
+    subagents serve --listen 0.0.0.0:8443 --token-file token --tls-cert c.pem --tls-key k.pem
 
 When ready it writes ``listening on http://HOST:PORT/acp`` to stderr; SIGTERM or SIGINT
 drains (turns cancelled and answered, streams closed, agent processes reaped) and exits 0.
@@ -108,6 +109,10 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         "--token-file", type=Path, metavar="PATH", help="a file holding the bearer token"
     )
     remote.add_argument(
+        "--tls-cert", type=Path, metavar="PEM", help="serve HTTPS: the certificate (chain)"
+    )
+    remote.add_argument("--tls-key", type=Path, metavar="PEM", help="serve HTTPS: its key")
+    remote.add_argument(
         "--max-connections", type=int, default=64, help="connections at once (default: 64)"
     )
     remote.add_argument(
@@ -191,8 +196,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.listen is not None:
         return _run_listen(args)
-    if _agent_command(args) or args.token_env or args.token_file:
-        sys.stderr.write("subagents serve: an agent command and a token need --listen HOST:PORT\n")
+    if _agent_command(args) or args.token_env or args.token_file or args.tls_cert or args.tls_key:
+        sys.stderr.write(
+            "subagents serve: an agent command, a token and TLS need --listen HOST:PORT\n"
+        )
         return 2
     try:
         runtime = make_runtime(args)
@@ -293,7 +300,7 @@ def _run_listen(args: argparse.Namespace) -> int:
         sys.stderr.write(f"subagents serve: {exc}\n")
         return 2
     try:
-        anyio.run(_serve_http, backend, host, port, token, limits)
+        anyio.run(_serve_http, backend, host, port, token, limits, args.tls_cert, args.tls_key)
     except RemoteServerConfigError as exc:
         sys.stderr.write(f"subagents serve: {exc}\n")
         return 2
@@ -303,14 +310,26 @@ def _run_listen(args: argparse.Namespace) -> int:
 
 
 async def _serve_http(
-    backend: AgentBackend, host: str, port: int, token: str | None, limits: ServerLimits
+    backend: AgentBackend,
+    host: str,
+    port: int,
+    token: str | None,
+    limits: ServerLimits,
+    tls_cert: Path | None,
+    tls_key: Path | None,
 ) -> None:
     from ..remote import serve_acp_http
 
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        async with serve_acp_http(backend, host=host, port=port, token=token, limits=limits) as (
-            server
-        ):
+        async with serve_acp_http(
+            backend,
+            host=host,
+            port=port,
+            token=token,
+            limits=limits,
+            tls_certfile=tls_cert,
+            tls_keyfile=tls_key,
+        ) as server:
             sys.stderr.write(f"listening on {server.url}\n")
             sys.stderr.flush()
             async for signum in signals:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import os
 import socket
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
@@ -91,20 +92,25 @@ class RemoteServer:
     host: str
     port: int
     _hub: ConnectionHub
+    tls: bool = False
+    """Whether it serves HTTPS (``https://``, ``wss://``)."""
 
     @property
     def url(self) -> str:
-        """The Streamable HTTP endpoint, ``http://HOST:PORT/acp``."""
-        return f"http://{_url_host(self.host)}:{self.port}{ENDPOINT_PATH}"
+        """The Streamable HTTP endpoint, ``http://HOST:PORT/acp`` (``https`` with TLS)."""
+        return f"{self._origin('http')}{ENDPOINT_PATH}"
 
     @property
     def websocket_url(self) -> str:
-        """The WebSocket endpoint, ``ws://HOST:PORT/acp``."""
-        return f"ws://{_url_host(self.host)}:{self.port}{ENDPOINT_PATH}"
+        """The WebSocket endpoint, ``ws://HOST:PORT/acp`` (``wss`` with TLS)."""
+        return f"{self._origin('ws')}{ENDPOINT_PATH}"
 
     @property
     def health_url(self) -> str:
-        return f"http://{_url_host(self.host)}:{self.port}/health"
+        return f"{self._origin('http')}/health"
+
+    def _origin(self, scheme: str) -> str:
+        return f"{scheme}{'s' if self.tls else ''}://{_url_host(self.host)}:{self.port}"
 
     @property
     def connection_count(self) -> int:
@@ -137,14 +143,20 @@ async def serve_acp_http(
     port: int = 0,
     token: str | None = None,
     limits: ServerLimits | None = None,
+    tls_certfile: str | os.PathLike[str] | None = None,
+    tls_keyfile: str | os.PathLike[str] | None = None,
 ) -> AsyncGenerator[RemoteServer, None]:
     """Serve ``backend``'s agents at ``http://host:port/acp`` until the block ends.
 
-    ``port=0`` picks a free port (read it from the yielded :class:`RemoteServer`). Raises
-    :class:`RemoteServerConfigError` when bound beyond loopback without ``token``, and
+    ``port=0`` picks a free port (read it from the yielded :class:`RemoteServer`). With
+    ``tls_certfile`` and ``tls_keyfile`` (PEM) it serves HTTPS instead (HTTP/2 by ALPN).
+    Raises :class:`RemoteServerConfigError` when bound beyond loopback without ``token`` (or
+    given one TLS file without the other, or a file that cannot be read), and
     ``ImportError`` naming ``subagents[remote]`` when hypercorn is missing.
     """
     check_listen_address(host, token)
+    if (tls_certfile is None) != (tls_keyfile is None):
+        raise RemoteServerConfigError("TLS needs both a certificate file and a key file")
     try:
         from hypercorn.config import Config
     except ImportError as exc:
@@ -152,16 +164,24 @@ async def serve_acp_http(
             f"serving ACP over HTTP needs the remote extra: {REMOTE_EXTRA_HINT}"
         ) from exc
     limits = limits or ServerLimits()
-    sock = _listen(host, port)
-    bound_port: int = sock.getsockname()[1]
-    hub = ConnectionHub(backend, limits, token)
     config = Config()
-    config.bind = [f"fd://{sock.detach()}"]
     config.errorlog = logging.getLogger("subagents.remote.hypercorn")
     config.accesslog = None
     config.graceful_timeout = GRACEFUL_TIMEOUT
     config.websocket_max_message_size = limits.max_message_bytes
     config.include_server_header = False
+    tls = tls_certfile is not None and tls_keyfile is not None
+    if tls_certfile is not None and tls_keyfile is not None:
+        config.certfile = os.fspath(tls_certfile)
+        config.keyfile = os.fspath(tls_keyfile)
+        try:
+            config.create_ssl_context()
+        except (OSError, ValueError) as exc:
+            raise RemoteServerConfigError(f"cannot use the TLS certificate or key: {exc}") from exc
+    sock = _listen(host, port)
+    bound_port: int = sock.getsockname()[1]
+    config.bind = [f"fd://{sock.detach()}"]
+    hub = ConnectionHub(backend, limits, token)
     shutdown = anyio.Event()
     served = anyio.Event()
 
@@ -176,7 +196,7 @@ async def serve_acp_http(
         tg.start_soon(serve)
         tg.start_soon(hub.reap_idle)
         try:
-            yield RemoteServer(host, bound_port, hub)
+            yield RemoteServer(host, bound_port, hub, tls)
         finally:
             with anyio.CancelScope(shield=True):
                 await hub.drain()

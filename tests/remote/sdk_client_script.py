@@ -73,6 +73,9 @@ async def run(url: str, profile: str) -> dict[str, Any]:
         init = await conn.initialize(protocol_version=1)
         session = await conn.new_session(cwd="/tmp", mcp_servers=[])
         turn = await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("stream 3")])
+        while len(client.texts()) < 3:  # the SDK may hand updates over after the answer
+            client.updated.clear()
+            await client.updated.wait()
         streamed = client.texts()
         tool = await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("tool")])
         slow = asyncio.ensure_future(

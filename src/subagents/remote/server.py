@@ -228,15 +228,16 @@ def _tolerate_data_after_the_response() -> None:
     handle = cast(Any, H2Protocol)._handle_events
 
     async def handle_events(self: Any, events: list[Any]) -> None:
-        kept: list[Any] = []
+        # One event at a time: a stream is known once the event that opens it (in the same
+        # batch, often) has been handled.
         for event in events:
             if isinstance(event, h2.events.DataReceived) and event.stream_id not in self.streams:
                 self.connection.acknowledge_received_data(
                     event.flow_controlled_length or 0, event.stream_id
                 )
+                await self._flush()  # the window updates go out
                 continue
-            kept.append(event)
-        await handle(self, kept)
+            await handle(self, [event])
 
     cast(Any, H2Protocol)._handle_events = handle_events
 

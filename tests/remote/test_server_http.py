@@ -198,9 +198,16 @@ async def test_health_counts_connections_and_sessions(reference_server: RemoteSe
         await client.new_session(events)
         health = await client.http.get(reference_server.health_url)
         healthz = await client.http.get(reference_server.health_url + "z")
+        head = await client.http.head(reference_server.health_url)
+        await reference_server.drain()
+        draining = await client.http.get(reference_server.health_url)
+        refused = await client.http.post(reference_server.url, json=initialize_request())
     assert health.status_code == 200
     assert health.json() == {"status": "ok", "connections": 1, "sessions": 1}
     assert healthz.json() == health.json()
+    assert (head.status_code, head.content) == (200, b"")
+    assert draining.json() == {"status": "draining", "connections": 0, "sessions": 0}
+    assert refused.status_code == 503  # no new connection once draining
 
 
 async def test_other_methods_and_paths_are_refused(reference_server: RemoteServer) -> None:

@@ -197,7 +197,7 @@ class AcpAsgiApp:
                 "connections": len(hub.connections),
                 "sessions": hub.session_count,
             }
-            await _respond(send, 200, health)
+            await _respond(send, 200, health, head=method == "HEAD")
             return
         if path != ENDPOINT_PATH:
             await _respond(send, 404, {"error": f"no such endpoint (ACP is at {ENDPOINT_PATH})"})
@@ -548,6 +548,8 @@ async def _respond(
     status: int,
     body: JsonValue | None,
     headers: list[tuple[bytes, bytes]] | None = None,
+    *,
+    head: bool = False,
 ) -> None:
     payload = b"" if body is None else json.dumps(body, separators=(",", ":")).encode()
     all_headers = list(headers or [])
@@ -555,7 +557,7 @@ async def _respond(
         all_headers.append((b"content-type", b"application/json"))
     all_headers.append((b"content-length", str(len(payload)).encode()))
     await send({"type": "http.response.start", "status": status, "headers": all_headers})
-    await send({"type": "http.response.body", "body": payload, "more_body": False})
+    await send({"type": "http.response.body", "body": b"" if head else payload, "more_body": False})
 
 
 async def _deny(

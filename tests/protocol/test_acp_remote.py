@@ -80,7 +80,8 @@ def test_request_scopes_list_what_is_in_flight_and_for_which_sessions() -> None:
     scopes.record(1, "s1")
     scopes.record("2", None)
     scopes.record(3, "s2")
-    assert 1 in scopes and "1" not in scopes
+    assert 1 in scopes
+    assert "1" not in scopes
     assert scopes.in_flight() == [(1, "s1"), ("2", None), (3, "s2")]
     assert scopes.sessions() == {"s1", "s2"}
     assert scopes.peek(1) == (True, "s1")

@@ -3,6 +3,10 @@
 Server side: :func:`serve_acp_http` serves an agent backend (:func:`agent_command`,
 :func:`in_process_agent`, :func:`runtime_agent`) at ``/acp``; ``subagents serve --listen``
 is its command line.
+
+Client side: a URL is an agent. :func:`connect_agent_url` (which
+:func:`subagents.transports.connect_agent` dispatches a URL to) connects over Streamable HTTP
+or WebSocket; a refused or unreachable server is a :class:`RemoteStartupError`.
 """
 
 from ._backends import AgentBackend as AgentBackend
@@ -12,6 +16,8 @@ from ._backends import InProcessBackend as InProcessBackend
 from ._backends import agent_command as agent_command
 from ._backends import in_process_agent as in_process_agent
 from ._backends import runtime_agent as runtime_agent
+from .client import RemoteStartupError as RemoteStartupError
+from .client import connect_agent_url as connect_agent_url
 from .server import REMOTE_EXTRA_HINT as REMOTE_EXTRA_HINT
 from .server import RemoteServer as RemoteServer
 from .server import RemoteServerConfigError as RemoteServerConfigError
@@ -27,9 +33,11 @@ __all__ = (
     "InProcessBackend",
     "RemoteServer",
     "RemoteServerConfigError",
+    "RemoteStartupError",
     "ServerLimits",
     "agent_command",
     "check_listen_address",
+    "connect_agent_url",
     "in_process_agent",
     "runtime_agent",
     "serve_acp_http",

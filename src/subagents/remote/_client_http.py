@@ -407,7 +407,7 @@ class _Clients:
         headers = {"Content-Type": JSON_TYPE, "Accept": JSON_TYPE}
         try:
             return await self.client.post(url, content=body, headers=headers)
-        except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
             if not self._may_fall_back:
                 raise link.broken(
                     f"POST initialize to {url} failed: {type(exc).__name__}: {exc}"

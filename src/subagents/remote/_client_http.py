@@ -69,6 +69,9 @@ _ENDS_SESSION: Final = frozenset({"session/close", "session/delete"})
 """Requests after which the server may end the session's stream."""
 
 JSON_TYPE: Final = "application/json"
+STREAMS_END_GRACE: Final = 2.0
+"""Seconds a stream the server ended waits for the connection's other streams to end too,
+before the link fails (what they carried is read first)."""
 
 
 def _key(request_id: JsonValue) -> tuple[str, JsonValue]:
@@ -106,6 +109,9 @@ class HttpLink(MessageLink):
         self._our_requests: dict[tuple[str, JsonValue], tuple[str, str | None, str | None]] = {}
         """Our requests in flight: method, ``Acp-Session-Id`` sent, ``sessionId`` named."""
         self._session_ready: dict[str, anyio.Event] = {}
+        self._reading: set[str] = set()
+        """The streams being read (``"connection"``, ``"session <id>"``)."""
+        self._stream_ended = anyio.Event()
         self._protocol_version: str | None = None
 
     # -- what the peer writes
@@ -289,15 +295,31 @@ class HttpLink(MessageLink):
                 task_status.started(False)
                 return
             task_status.started(True)
-            reason = await self._read_events(response, session)
+            self._reading.add(scope)
+            try:
+                reason = await self._read_events(response, session)
+            finally:
+                self._reading.discard(scope)
+                self._stream_ended.set()
+                self._stream_ended = anyio.Event()
             if session is not None and (self.closing or session in self._ending_sessions):
                 self.session_streams.discard(session)
                 self._session_ready.pop(session, None)
                 return
+            if reason == "ended":
+                await self._others_end()
             self.fail(f"the {scope} stream of {self.url} {reason}")
         finally:
             with anyio.move_on_after(self.timeout, shield=True):
                 await response.aclose()
+
+    async def _others_end(self) -> None:
+        """A server that ends a stream ends them all: what it wrote on the others before is
+        read first (a turn's answer on its session's stream, when the connection's ended),
+        for at most :data:`STREAMS_END_GRACE` seconds."""
+        with anyio.move_on_after(STREAMS_END_GRACE):
+            while self._reading and not self.closing:
+                await self._stream_ended.wait()
 
     async def _read_events(self, response: httpx.Response, session: str | None) -> str:
         """Hand the stream's messages to the peer until it ends; returns how it ended."""

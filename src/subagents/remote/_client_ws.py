@@ -5,7 +5,8 @@ the byte stream the JSON-RPC peer runs over, unchanged. Each line the peer write
 frame; each text frame received is one line it reads; binary frames are ignored (the RFD).
 Cookies the server sets on the upgrade are kept by the connection's ``httpx.AsyncClient``.
 The server closing the socket, or the network failing, fails the link naming the URL and
-the close code or the cause; leaving the block closes the socket (bounded). A refused upgrade
+the close code or the cause; leaving the block closes the socket (httpx-ws sends the close
+frame and closes the stream, without waiting for the server's). A refused upgrade
 (a 401 without or with a wrong token, a 404, ...) raises :class:`WsUpgradeError` naming the
 URL and the status.
 """

@@ -182,3 +182,30 @@ async def test_our_server_draining_ends_the_turn_then_the_connection(transport: 
                 with pytest.raises(ConnectionClosedError) as info:
                     await agent.new_session(cwd="/tmp")
                 assert f":{server.port}" in str(info.value)
+
+
+async def test_leaving_the_block_deletes_the_connection(server: RemoteServer) -> None:
+    """RFD "Connection Termination": leaving the block DELETEs the connection (awaited,
+    bounded): the server holds no connection of the client once the block is left. (The
+    WebSocket's close: tests/remote/test_server_websocket.py, the agent reaped on close.)"""
+    with anyio.fail_after(BOUND):
+        async with connect_agent_url(server.url) as agent:
+            await agent.new_session(cwd="/tmp")
+            assert server.connection_count == 1
+        assert server.connection_count == 0
+
+
+async def test_a_refused_post_fails_the_connection_naming_the_status(
+    server: RemoteServer,
+) -> None:
+    """Issue 20 point 1: "A non-2xx status ... the pending calls fail ... with a message
+    naming the URL, the status and the cause": a prompt for a session the connection does not
+    have is refused 404 by the server; the call fails at once, and so does the next."""
+    with anyio.fail_after(BOUND):
+        async with connect_agent_url(server.url) as agent:
+            params = {"sessionId": "no-such", "prompt": [{"type": "text", "text": "hi"}]}
+            with pytest.raises(ConnectionClosedError) as info:
+                await agent.peer.request("session/prompt", params)
+            assert f"HTTP 404 from {server.url} for POST session/prompt" in str(info.value)
+            with pytest.raises(ConnectionClosedError):
+                await agent.new_session(cwd="/tmp")

@@ -328,9 +328,15 @@ class HttpLink(MessageLink):
         decoder = SseDecoder(max_event_bytes=self.max_message_bytes)
         try:
             async for chunk in response.aiter_raw():
-                for event, data in decoder.feed(chunk):
-                    if event == "message":
-                        await self._on_text(data, session)
+                # Shielded: a cancellation lands in the network read, where it finishes
+                # httpx's generators, never between two chunks, where it would leave them to
+                # the garbage collector (trio warns). Each wait in here is bounded: the peer
+                # reads what is pushed until the link's owner closes it, a stream opens
+                # within the time-out.
+                with anyio.CancelScope(shield=True):
+                    for event, data in decoder.feed(chunk):
+                        if event == "message":
+                            await self._on_text(data, session)
         except httpx.HTTPError as exc:
             return f"broke: {type(exc).__name__}: {exc}"
         except ValueError as exc:  # an event over the bound

@@ -3,6 +3,8 @@ official SDK's server in a subprocess (asyncio and trio)."""
 
 from __future__ import annotations
 
+import sys
+
 import anyio
 import pytest
 
@@ -12,6 +14,7 @@ from subagents.protocol.acp_remote import agent_url, is_agent_url
 from subagents.providers.contract import SubagentRequest, TextProgress
 from subagents.providers.factory import build_provider
 from subagents.providers.probe import probe_agent
+from subagents.transports.acp_client import connect_agent
 from tests._ports import closed_port
 
 from ._sdk_server import sdk_server
@@ -129,3 +132,15 @@ async def test_the_probe_of_a_url_entry_says_ok_unreachable_or_needs_credentials
     gone = await probe_agent(entry(f'url = "http://127.0.0.1:{closed_port()}"'), 10.0)
     assert gone.status == "unreachable"
     assert "subagents serve --listen" in gone.hint
+
+
+@pytest.mark.parametrize(("module", "url"), [("h2", "http://box/acp"), ("httpx_ws", "ws://box")])
+async def test_a_missing_extra_is_an_error_naming_the_install(
+    monkeypatch: pytest.MonkeyPatch, module: str, url: str
+) -> None:
+    """Issue 20 point 2: "a missing extra is an error naming pip install 'subagents[remote]'"
+    (nothing is connected to)."""
+    monkeypatch.setitem(sys.modules, module, None)
+    with pytest.raises(ImportError, match=r"pip install 'subagents\[remote\]'"):
+        async with connect_agent(url):
+            pass

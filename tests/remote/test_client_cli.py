@@ -55,6 +55,7 @@ def test_subagents_run_names_an_unreachable_url(tmp_path: Path) -> None:
     done = subagents(tmp_path, "run", "far", "hello", "--config", str(config))
     assert done.returncode == 1
     assert f"127.0.0.1:{port}" in done.stderr
+    assert "subagents serve --listen" in done.stderr  # the hint
 
 
 def test_the_probe_of_a_url_entry_on_the_command_line(tmp_path: Path) -> None:

@@ -134,9 +134,11 @@ async def _check(check: ProviderCheck, url: str, silent: str) -> None:
             replace(SCENARIOS, slow_start=SubagentRequest("hi")),
         ),
     }
-    # Over WebSocket our server closes the socket when its agent dies: the connection lost.
-    here = replace(SCENARIOS, failing_kind="infrastructure") if url.startswith("ws") else SCENARIOS
-    factory, scenarios = factories.get(check.name, (lambda: AcpProvider(url, name="acp"), here))
+    # Over HTTP and WebSocket alike, an agent that dies behind the server has its turn in
+    # flight answered with an error before the connection ends: a turn failure.
+    factory, scenarios = factories.get(
+        check.name, (lambda: AcpProvider(url, name="acp"), SCENARIOS)
+    )
     try:
         await check.run(factory, scenarios)
     except ProviderCheckSkipped as skip:

@@ -194,3 +194,22 @@ async def test_the_in_process_runtime_serves_a_turn_over_websocket() -> None:
         before, answer = await until_answer(ws, 3)
     assert answer["result"]["stopReason"] == "end_turn"
     assert "".join(texts(before)).strip()
+
+
+async def test_an_agent_that_exits_answers_what_was_in_flight_before_the_close(
+    reference_server: RemoteServer,
+) -> None:
+    """As over Streamable HTTP: when the agent process dies mid-turn, the prompt in flight is
+    answered on the socket with a JSON-RPC error naming the agent's end, then the socket
+    closes (a turn failure for the client, not a lost connection)."""
+    from httpx_ws import WebSocketDisconnect
+
+    async with websocket(reference_server) as ws:
+        session_id = await start_session(ws)
+        await ws.send_text(json.dumps(prompt_request(3, session_id, "crash")))
+        _, answer = await until_answer(ws, 3)
+        with pytest.raises(WebSocketDisconnect):
+            await receive(ws)
+    assert answer["error"]["code"] == -32603
+    assert "the agent stopped" in answer["error"]["message"]
+    await wait_for_no_connection(reference_server)

@@ -317,7 +317,12 @@ class RemoteConnection:
             message = error_response(
                 request_id, ErrorCode.INTERNAL_ERROR, f"the agent stopped: {self.stop_reason}"
             )
-            outlet = self._sessions.get(session_id, self.outlet) if session_id else self.outlet
+            # Over a WebSocket everything goes to the socket (session outlets are placeholders).
+            outlet = (
+                self._sessions.get(session_id, self.outlet)
+                if session_id and self.kind != "websocket"
+                else self.outlet
+            )
             outlet.put_nowait(_dumps(message))
         if self._initialize is not None:
             self._initialize[1].set()

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import remote
 import stall
 
 IMPL_ORDER = [
@@ -217,11 +218,12 @@ def load(
     path: Path,
 ) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
     """(meta, driver runs, end, extra: ``imports`` rounds, the ``importtime`` breakdown and
-    the ``stall`` repetitions; a raw file from before a kind existed just lacks it)."""
+    the ``stall`` repetitions, the ``remote`` runs; a raw file from before a kind existed just
+    lacks it)."""
     meta: dict[str, Any] = {}
     end: dict[str, Any] = {}
     runs: list[dict[str, Any]] = []
-    extra: dict[str, Any] = {"imports": [], "importtime": {}, "stall": []}
+    extra: dict[str, Any] = {"imports": [], "importtime": {}, "stall": [], "remote": []}
     for line in path.read_text().splitlines():
         if not line.strip():
             continue
@@ -239,6 +241,8 @@ def load(
             extra["importtime"] = rec.get("results") or {}
         elif kind == "stall":
             extra["stall"].append(rec)
+        elif kind == "remote":
+            extra["remote"].append(rec)
     return meta, runs, end, extra
 
 
@@ -711,6 +715,11 @@ def render(
             "After the repetitions, the event-loop stall bench runs in fresh processes of its "
             "own (its section below)."
         )
+    if extra.get("remote"):
+        add(
+            "Then the remote bench (loopback HTTP and WebSocket vs stdio, ours vs the official "
+            "SDK) runs its own repetitions in fresh processes (its section below)."
+        )
     total = end.get("total_s")
     if total is not None:
         add(f"The whole run took {total:.0f} s.")
@@ -826,6 +835,9 @@ def render(
 
     stall_records: list[dict[str, Any]] = extra.get("stall") or []
     L.extend(stall_section(stall_records, context=stall_context(stall_records)))
+
+    remote_records: list[dict[str, Any]] = extra.get("remote") or []
+    L.extend(remote.section(remote_records, context=remote.section_context(remote_records)))
 
     add("## Targets (issue 17: paired ratios against the floor, same repetition; the stall in ms)")
     add("")

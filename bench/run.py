@@ -9,7 +9,10 @@ shuffled order also holds an "imports" slot: rounds of whole-process start-up co
 (``bench/startup.py``), each round A/B interleaved in its own random order. After the
 repetitions, the event-loop stall bench (``bench/stall.py``: a 1 ms heartbeat beside a typed
 ACP child's start, a fresh process per repetition, asyncio and trio interleaved) runs its own
-repetitions (``--stall-reps``). Raw JSON lines go to ``bench/results/raw-<timestamp>.jsonl``.
+repetitions (``--stall-reps``), then the remote bench (``bench/remote.py``: round trip, stream
+and connect over loopback HTTP and WebSocket vs stdio, ours vs the official SDK's client and
+server, every configuration once per repetition in a new random order; ``--remote-reps``).
+Raw JSON lines go to ``bench/results/raw-<timestamp>.jsonl``.
 The rendered summary is written to ``--out FILE`` only when it is given (``--out BENCHMARKS.md``
 updates the tracked summary); without it the summary goes to stdout (progress and the raw
 file's path go to stderr) and no file but the raw one is written. ``bench/render.py RAW --out
@@ -41,6 +44,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+import remote
 import render
 import stall
 import startup
@@ -387,6 +391,14 @@ def main() -> int:
         help="repetitions per backend (asyncio, trio) of the event-loop stall bench, run after "
         "the interleaved repetitions (default 5, quick 2; 0: skip)",
     )
+    ap.add_argument(
+        "--remote-reps",
+        type=int,
+        default=None,
+        help="repetitions of the remote bench (bench/remote.py: every configuration once per "
+        "repetition, in a new random order), run after the stall bench (default 5, quick 1; "
+        "0: skip)",
+    )
     args = ap.parse_args()
 
     quick: bool = args.quick
@@ -401,6 +413,7 @@ def main() -> int:
     )
     rounds_per_rep = -(-import_rounds // reps) if import_rounds > 0 else 0
     stall_reps: int = args.stall_reps if args.stall_reps is not None else (2 if quick else 5)
+    remote_reps: int = args.remote_reps if args.remote_reps is not None else (1 if quick else 5)
     t_start = time.perf_counter()
 
     project_python = Path(sys.executable)
@@ -460,6 +473,8 @@ def main() -> int:
         command += f" --import-rounds {import_rounds}"
     if args.stall_reps is not None:
         command += f" --stall-reps {stall_reps}"
+    if args.remote_reps is not None:
+        command += f" --remote-reps {remote_reps}"
 
     pythons: dict[str, Path] = {}
     timer_bin = startup.gnu_time()
@@ -495,6 +510,7 @@ def main() -> int:
         "peak_rss_via": str(timer_bin) + " -f %M" if timer_bin else None,
         "import_rounds": rounds_per_rep * reps,
         "stall_reps": stall_reps,
+        "remote_reps": remote_reps,
         "import_cmds": {
             c.key: {"label": c.label, "command": c.shown()}
             for c in startup.IMPORT_CMDS
@@ -593,6 +609,8 @@ def main() -> int:
                 time.sleep(0.3)
         if stall_reps > 0:
             run_stall(raw, stall_reps, rng, quiet_wait, budget - (time.perf_counter() - t_start))
+        if remote_reps > 0:
+            run_remote(raw, remote_reps, rng, quiet_wait, quick)
         if pythons:
             log("python -X importtime breakdowns")
             wait_quiet(quiet_wait)
@@ -654,6 +672,28 @@ def run_stall(raw: TextIO, reps: int, rng: random.Random, quiet_wait: float, lef
                 f"longest gap {res['start_max_ms']:.1f} ms (idle {res['idle_max_ms']:.1f} ms)"
             )
             log(f"stall {rep + 1}/{reps}: {backend:<7} {brief}")
+
+
+def run_remote(raw: TextIO, reps: int, rng: random.Random, quiet_wait: float, quick: bool) -> None:
+    """The remote bench (``bench/remote.py``): ``reps`` repetitions of every configuration,
+    each in a new random order, the quiet gate before each; a ``remote`` record per run. It has
+    a budget of its own (``remote.BUDGET_S``), not what is left of ``--budget``."""
+    err = probe_import(
+        Path(sys.executable), "import subagents.remote.server, acp.http, acp.ws, hypercorn"
+    )
+    if err is not None:
+        log(f"remote bench skipped: {err}")
+        raw.write(json.dumps({"kind": "remote", "skipped": f"not importable: {err}"}) + "\n")
+        return
+    remote.run_reps(
+        raw,
+        reps,
+        rng,
+        remote.QUICK if quick else remote.FULL,
+        gate=lambda: wait_quiet(quiet_wait),
+        left_s=remote.QUICK_BUDGET_S if quick else remote.BUDGET_S,
+        log=log,
+    )
 
 
 def _combine(

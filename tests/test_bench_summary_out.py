@@ -20,6 +20,8 @@ QUICK = [
     "0",
     "--stall-reps",
     "0",
+    "--remote-reps",
+    "0",
     "--quiet-wait",
     "0",
 ]

@@ -57,6 +57,15 @@ logger = logging.getLogger("subagents.remote")
 REMOTE_EXTRA_HINT: Final = "pip install 'subagents[remote]'"
 GRACEFUL_TIMEOUT: Final = 3.0
 """Seconds hypercorn gives open HTTP connections once the listener closed."""
+KEEP_ALIVE_TIMEOUT: Final = 75.0
+"""Seconds an HTTP connection with no request in flight stays open (hypercorn's default is 5).
+
+A client reuses an idle connection for its next POST; if the server closes it at the moment
+the client writes, the POST is lost (httpx fails it with ``WriteError`` and does not retry a
+POST). httpx drops its idle connections after 5 s, hypercorn closed them after 5 s too: under
+load, whole servers' worth of turns failed that way. The server's timeout must exceed every
+client's and load balancer's idle timeout (75 s: above the common 60 s of load balancers); at
+shutdown idle connections close at once anyway."""
 
 
 class RemoteServerConfigError(ValueError):
@@ -168,6 +177,7 @@ async def serve_acp_http(
     config.errorlog = logging.getLogger("subagents.remote.hypercorn")
     config.accesslog = None
     config.graceful_timeout = GRACEFUL_TIMEOUT
+    config.keep_alive_timeout = KEEP_ALIVE_TIMEOUT
     config.websocket_max_message_size = limits.max_message_bytes
     config.include_server_header = False
     tls = tls_certfile is not None and tls_keyfile is not None

@@ -13,7 +13,7 @@ from subagents.protocol import acp
 from subagents.remote import RemoteServer
 from subagents.remote._client_http import open_http_link
 from subagents.remote.client import RemoteStartupError, connect_agent_url
-from subagents.rpc import ConnectionClosedError
+from subagents.rpc import ConnectionClosedError, RPCError
 from subagents.transports.acp_client import (
     PromptTurn,
     allow_policy,
@@ -142,11 +142,25 @@ async def test_a_session_comes_back_on_a_new_connection(
             async with again.prompt("echo again") as turn:
                 said = texts(await collect(turn))
             assert said[-1] == "echo again"
-            # session/load replays the history (on the session's stream), resume does not.
-            # Over HTTP the replay (session stream) and the answer (connection stream) travel
-            # apart: the replay may be read after the answer, within the next turn.
-            replayed = texts(list(again.idle_updates)) + said[:-1]
-            assert replayed == (["echo remember me"] if method == "load" else [])
+            # session/load replays the history, resume does not. The whole replay comes before
+            # the answer (ACP's session/load), over HTTP too: while the load is in flight our
+            # server puts the session's messages on the connection's stream, the answer's.
+            assert texts(list(again.idle_updates)) == (
+                ["echo remember me"] if method == "load" else []
+            )
+            assert said == ["echo again"]
+
+
+async def test_deleting_a_session_the_connection_does_not_have(
+    server: RemoteServer, transport: str
+) -> None:
+    """``session/delete`` names a stored session, not necessarily one of the connection's (it
+    is connection-scoped, like ``session/list``): deleting a session that never existed is
+    answered by the agent (the reference agent: success), not refused 404 by the server."""
+    with anyio.fail_after(BOUND):
+        async with connect_agent_url(url_of(server, transport)) as agent:
+            answer = await agent.peer.request("session/delete", {"sessionId": "never-existed"})
+            assert answer == {}
 
 
 async def test_our_server_refuses_a_missing_or_wrong_token(transport: str) -> None:
@@ -195,17 +209,19 @@ async def test_leaving_the_block_deletes_the_connection(server: RemoteServer) ->
         assert server.connection_count == 0
 
 
-async def test_a_refused_post_fails_the_connection_naming_the_status(
+async def test_a_refused_request_is_answered_with_an_error_and_the_connection_goes_on(
     server: RemoteServer,
 ) -> None:
-    """Issue 20 point 1: "A non-2xx status ... the pending calls fail ... with a message
-    naming the URL, the status and the cause": a prompt for a session the connection does not
-    have is refused 404 by the server; the call fails at once, and so does the next."""
+    """Issue 20 (a refused POST of one request does not end the connection): a prompt for a
+    session the connection does not have is refused 404 by the server; the call fails at once
+    with a JSON-RPC error (-32002) naming the URL, the status and the method, and the next
+    call works."""
     with anyio.fail_after(BOUND):
         async with connect_agent_url(server.url) as agent:
             params = {"sessionId": "no-such", "prompt": [{"type": "text", "text": "hi"}]}
-            with pytest.raises(ConnectionClosedError) as info:
+            with pytest.raises(RPCError) as info:
                 await agent.peer.request("session/prompt", params)
+            assert info.value.code == -32002
             assert f"HTTP 404 from {server.url} for POST session/prompt" in str(info.value)
-            with pytest.raises(ConnectionClosedError):
-                await agent.new_session(cwd="/tmp")
+            session = await agent.new_session(cwd="/tmp")
+            assert (await session.run("echo hi")).stop_reason == "end_turn"

@@ -57,7 +57,9 @@ ACCEPT_SSE: Final = "text/event-stream"
 
 #: Client→agent methods that are not about one existing session: no ``Acp-Session-Id``
 #: needed, answered on the connection's stream. ``session/load`` and ``session/resume`` name
-#: a session, but their answers belong to the connection (the RFD's resume flow).
+#: a session, but their answers belong to the connection (the RFD's resume flow);
+#: ``session/delete`` names a stored session, which need not be one of the connection's (nor
+#: exist: deleting an unknown session succeeds), like ``session/list``'s.
 CONNECTION_SCOPED_METHODS: Final = frozenset(
     {
         "initialize",
@@ -66,6 +68,7 @@ CONNECTION_SCOPED_METHODS: Final = frozenset(
         "session/list",
         "session/load",
         "session/resume",
+        "session/delete",
         "logout",
     }
 )

@@ -24,9 +24,16 @@ the connection's stream). Cookies the server sets are kept and sent back for the
 ``http://`` tries HTTP/2 with prior knowledge (h2c) and falls back to HTTP/1.1 when the
 server does not speak it (``http2=False`` skips the try, ``True`` insists).
 
-A non-2xx answer, a stream that ends or breaks while the connection is open, a refused
-connection: the link fails (see :mod:`._client_link`) naming the URL, the status and the
-cause; nothing is retried or reconnected.
+A POST refused with 401 or 403 (the credentials), a 5xx (the server), a 404 on a POST naming
+no session (the connection is unknown or ended), a non-200 ``initialize``, a stream that ends
+or breaks while the connection is open, a refused connection: the link fails (see
+:mod:`._client_link`) naming the URL, the status and the cause; nothing is retried or
+reconnected. Any other refusal refuses that message only (the connection goes on, as the
+RFD's per-POST statuses allow): a request is answered here with a JSON-RPC error for its id
+(the server's JSON-RPC error body when it sent one; else -32002 for a 404, a session the
+server does not know, or -32600, naming the URL, the status and the body's start); a
+notification or an answer is logged and dropped. :meth:`HttpLink.send_raw` POSTs lines that
+are no JSON-RPC message as they are (``subagents bridge``).
 """
 
 from __future__ import annotations
@@ -50,9 +57,16 @@ from ..protocol.acp_remote import (
     SseDecoder,
     session_id_of,
 )
-from ..protocol.jsonrpc import JsonValue
+from ..protocol.jsonrpc import ErrorCode, JsonValue
 from ..rpc import CANCEL_REQUEST_METHOD
-from ._client_link import MessageLink, lines_of, status_reason
+from ._client_link import (
+    MessageLink,
+    is_message,
+    jsonrpc_error_of,
+    lines_of,
+    refusal_answer,
+    status_reason,
+)
 
 if TYPE_CHECKING:
     import httpx
@@ -72,6 +86,14 @@ JSON_TYPE: Final = "application/json"
 STREAMS_END_GRACE: Final = 2.0
 """Seconds a stream the server ended waits for the connection's other streams to end too,
 before the link fails (what they carried is read first)."""
+
+
+@final
+class _NoId:
+    """What a notification or an answer POSTs as its request id: none."""
+
+
+_NO_ID: Final = _NoId()
 
 
 def _key(request_id: JsonValue) -> tuple[str, JsonValue]:
@@ -124,6 +146,56 @@ class HttpLink(MessageLink):
                 raise self.broken(f"{self.url}: the client wrote a batch or a non-object")
             await self._deliver(cast(dict[str, JsonValue], message), line)
 
+    async def send_raw(self, item: bytes) -> None:
+        """Each line as it is: a JSON-RPC message goes the way :meth:`send` takes it (once
+        the connection is made, or when it is ``initialize``); anything else (malformed JSON,
+        a batch, an object that is no message, a message before ``initialize``) is POSTed as
+        it is, with the connection's headers. A refusal comes back as a message: the
+        server's JSON-RPC error body, else an error naming the status (401 and 403 fail the
+        link)."""
+        for line in lines_of(item):
+            self.check_open()
+            try:
+                message: JsonValue = json.loads(line)
+            except ValueError:
+                message = None
+            if is_message(message):
+                envelope = cast(dict[str, JsonValue], message)
+                opening = envelope.get("method") == "initialize" and "id" in envelope
+                if self.connection_id is not None or opening:
+                    await self._deliver(envelope, line)
+                    continue
+            await self._post_raw(line, message)
+
+    async def _post_raw(self, line: bytes, message: JsonValue) -> None:
+        import httpx
+
+        what = "a line that is not a JSON-RPC message"
+        request_id: JsonValue = None
+        if is_message(message):
+            envelope = cast(dict[str, JsonValue], message)
+            what = f"{envelope.get('method') or 'an answer'} before initialize"
+            request_id = envelope.get("id")
+        headers = self._headers(None)
+        headers["Content-Type"] = JSON_TYPE
+        try:
+            response = await self._clients.client.post(self.url, content=line, headers=headers)
+        except httpx.HTTPError as exc:
+            raise self.broken(
+                f"POST {what} to {self.url} failed: {type(exc).__name__}: {exc}"
+            ) from exc
+        if response.is_success:
+            if response.status_code == 200 and response.content.strip():
+                await self._on_text(response.text, None)
+            return
+        if response.status_code in (401, 403):
+            raise self.broken(self._status(response, f"POST {what}"), status=response.status_code)
+        body = jsonrpc_error_of(response.content)
+        if body is not None:
+            await self.push_text(json.dumps(body, separators=(",", ":")))
+            return
+        await self.push_text(refusal_answer(request_id, self._refusal_error(response, what)))
+
     async def _deliver(self, message: dict[str, JsonValue], body: bytes) -> None:
         method = message.get("method")
         if isinstance(method, str):
@@ -134,10 +206,12 @@ class HttpLink(MessageLink):
                 raise self.broken(f"{self.url}: {method} written before initialize")
             session = await self._session_of_request(message, method)
             named = session_id_of(message)
+            request_id: JsonValue | _NoId = _NO_ID
             if "id" in message:
-                self._our_requests[_key(message["id"])] = (method, session, named)
-            await self._post(body, session, method)
-            if method in _ATTACHES_SESSION and named is not None and session is None:
+                request_id = message["id"]
+                self._our_requests[_key(request_id)] = (method, session, named)
+            accepted = await self._post(body, session, method, request_id)
+            if accepted and method in _ATTACHES_SESSION and named is not None and session is None:
                 # A server that knows the session only from the POST on (404 before it):
                 # its stream now, before the answer (a load's replay goes there).
                 await self._open_session(named, missing_ok=True)
@@ -145,7 +219,7 @@ class HttpLink(MessageLink):
         if self.connection_id is None:
             raise self.broken(f"{self.url}: an answer written before initialize")
         _, session = self._agent_requests.pop(message.get("id"))
-        await self._post(body, session, "an answer to the agent's request")
+        await self._post(body, session, "an answer to the agent's request", _NO_ID)
 
     async def _session_of_request(self, message: dict[str, JsonValue], method: str) -> str | None:
         """The ``Acp-Session-Id`` a client message carries (and the streams it needs first)."""
@@ -160,10 +234,10 @@ class HttpLink(MessageLink):
         if method in _ATTACHES_SESSION:
             # The RFD's resume flow: the session's stream first, then the POST naming it.
             return session if await self._open_session(session, missing_ok=True) else None
+        if method in _ENDS_SESSION:  # its stream may end (session/delete names no header)
+            self._ending_sessions.add(session)
         if method in CONNECTION_SCOPED_METHODS:
             return None
-        if method in _ENDS_SESSION:
-            self._ending_sessions.add(session)
         return session
 
     async def _initialize(self, body: bytes) -> None:
@@ -190,7 +264,10 @@ class HttpLink(MessageLink):
             raise self.broken(self.failure or f"{self.url}: no connection stream")
         await self.push_text(response.text)
 
-    async def _post(self, body: bytes, session: str | None, what: str) -> None:
+    async def _post(
+        self, body: bytes, session: str | None, what: str, request_id: JsonValue | _NoId
+    ) -> bool:
+        """POST one message; ``False`` when the server refused it (see :meth:`_refused`)."""
         import httpx
 
         headers = self._headers(session)
@@ -202,9 +279,46 @@ class HttpLink(MessageLink):
                 f"POST {what} to {self.url} failed: {type(exc).__name__}: {exc}"
             ) from exc
         if not response.is_success:
-            raise self.broken(self._status(response, f"POST {what}"), status=response.status_code)
+            await self._refused(response, session, what, request_id)
+            return False
         if response.status_code == 200 and response.content.strip():
             await self._on_text(response.text, session)
+        return True
+
+    async def _refused(
+        self,
+        response: httpx.Response,
+        session: str | None,
+        what: str,
+        request_id: JsonValue | _NoId,
+    ) -> None:
+        """A POST answered with an error status. The connection is lost (the link fails) on
+        401 and 403 (the credentials), 5xx (the server), and 404 on a POST naming no session
+        (the connection is unknown or ended); otherwise only the message was refused: a
+        request is answered here with a JSON-RPC error for its id, a notification or an
+        answer is logged and dropped."""
+        status = response.status_code
+        if status in (401, 403) or status >= 500 or (status == 404 and session is None):
+            raise self.broken(self._status(response, f"POST {what}"), status=status)
+        if isinstance(request_id, _NoId):
+            logger.warning("%s (dropped)", self._status(response, f"POST {what}"))
+            return
+        self._our_requests.pop(_key(request_id), None)
+        await self.push_text(refusal_answer(request_id, self._refusal_error(response, what)))
+
+    def _refusal_error(self, response: httpx.Response, what: str) -> JsonValue:
+        """The error standing for a refused request: the server's JSON-RPC error when its
+        body is one, else -32002 for 404 (resource not found) or -32600, naming the URL, the
+        status and the body's start."""
+        body = jsonrpc_error_of(response.content)
+        if body is not None:
+            return body["error"]
+        code = (
+            ErrorCode.RESOURCE_NOT_FOUND
+            if response.status_code == 404
+            else (ErrorCode.INVALID_REQUEST)
+        )
+        return {"code": int(code), "message": self._status(response, f"POST {what}")}
 
     def _headers(self, session: str | None) -> dict[str, str]:
         headers: dict[str, str] = {}

@@ -10,20 +10,35 @@ sees the end of its stream and :meth:`MessageLink.reason` names the cause (the U
 status, the exception), which is what pending calls fail with. A write after the failure
 raises :class:`anyio.BrokenResourceError`, which the peer turns into the same reason. Nothing
 reconnects: the RFD leaves reconnection to the host (v1).
+
+:meth:`MessageLink.send_raw` writes lines that need not be JSON-RPC messages (malformed JSON,
+a batch, an object that is no message): ``subagents bridge`` relays whatever its client
+writes, the conformance suite's informational checks included. The server's refusal of such
+a line comes back as a message (:func:`refusal_answer`); the normal client uses
+:meth:`MessageLink.send`, which takes messages only.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from typing import Final
+from typing import Final, cast
 
 import anyio
 import anyio.abc
 
 from ..protocol.jsonrpc import JsonValue
 
-__all__ = ("INBOUND_BUFFER", "MessageLink", "auth_reason", "lines_of", "status_reason")
+__all__ = (
+    "INBOUND_BUFFER",
+    "MessageLink",
+    "auth_reason",
+    "is_message",
+    "jsonrpc_error_of",
+    "lines_of",
+    "refusal_answer",
+    "status_reason",
+)
 
 logger = logging.getLogger("subagents.remote.client")
 
@@ -68,6 +83,11 @@ class MessageLink(anyio.abc.ByteStream):
         """Set once the client closes: streams that end from then on are no failure."""
         self._inbound_in, self._inbound = anyio.create_memory_object_stream[bytes](INBOUND_BUFFER)
         self._rest = b""
+
+    async def send_raw(self, item: bytes) -> None:
+        """Write each line of ``item`` as it is, a JSON-RPC message or not (a server's refusal
+        of a line comes back as a message). This default: :meth:`send`."""
+        await self.send(item)
 
     # -- failing
 
@@ -140,6 +160,36 @@ class MessageLink(anyio.abc.ByteStream):
         self.closing = True
         self._inbound_in.close()
         self._inbound.close()
+
+
+def is_message(value: object) -> bool:
+    """Whether ``value`` has a JSON-RPC 2.0 message's shape: an object with a ``method`` or
+    with an ``id`` and a ``result`` or an ``error``."""
+    if not isinstance(value, dict):
+        return False
+    message = cast(dict[str, JsonValue], value)
+    if isinstance(message.get("method"), str):
+        return True
+    return "id" in message and ("result" in message or "error" in message)
+
+
+def jsonrpc_error_of(body: bytes) -> dict[str, JsonValue] | None:
+    """The JSON-RPC error answer a refusal's body is, if it is one (an object with an
+    ``error`` object holding an integer ``code`` and a string ``message``)."""
+    try:
+        value: JsonValue = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(value, dict) or not isinstance(error := value.get("error"), dict):
+        return None
+    if not isinstance(error.get("code"), int) or not isinstance(error.get("message"), str):
+        return None
+    return value
+
+
+def refusal_answer(request_id: JsonValue, error: JsonValue) -> str:
+    """The JSON-RPC error answer, one line of text, that stands for a refused request."""
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}, separators=(",", ":"))
 
 
 def lines_of(item: bytes) -> list[bytes]:

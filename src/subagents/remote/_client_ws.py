@@ -58,17 +58,26 @@ class WsLink(MessageLink):
         """The ``Acp-Connection-Id`` of the upgrade's answer, when the server sent one."""
 
     async def send(self, item: bytes) -> None:
+        for line in lines_of(item):
+            await self._send_text(line.decode())
+
+    async def send_raw(self, item: bytes) -> None:
+        """Each line as one text frame, as it is (a JSON-RPC message or not: the server
+        answers what it refuses on the socket); bytes that are not UTF-8 are replaced."""
+        for line in lines_of(item):
+            await self._send_text(line.decode("utf-8", "replace"))
+
+    async def _send_text(self, text: str) -> None:
         from httpx_ws import HTTPXWSException
 
-        for line in lines_of(item):
-            self.check_open()
-            try:
-                with anyio.fail_after(self.timeout):
-                    await self.ws.send_text(line.decode())
-            except (HTTPXWSException, TimeoutError) as exc:
-                raise self.broken(
-                    f"the WebSocket to {self.url} broke on send: {type(exc).__name__}: {exc}"
-                ) from exc
+        self.check_open()
+        try:
+            with anyio.fail_after(self.timeout):
+                await self.ws.send_text(text)
+        except (HTTPXWSException, TimeoutError) as exc:
+            raise self.broken(
+                f"the WebSocket to {self.url} broke on send: {type(exc).__name__}: {exc}"
+            ) from exc
 
     async def read(self) -> None:
         """Hand every text frame to the peer until the socket closes; then fail the link

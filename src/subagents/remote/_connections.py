@@ -11,6 +11,11 @@ stream is open; the client opens a session's stream only after it read the ``ses
 answer. With its stream open, a full outlet makes the agent wait (backpressure); with its
 stream closed, a full outlet ends the connection (a client that never reads is not buffered
 for without bound).
+
+While a ``session/load`` (``session/resume``) is in flight, the messages of its session go to
+the connection's stream, the one its answer goes to: ACP wants the whole replay before the
+answer, an order that two streams cannot keep (the client reads them apart). From the answer
+on they go to the session's stream.
 """
 
 from __future__ import annotations
@@ -214,6 +219,9 @@ class RemoteConnection:
         """Ids of the session/close requests in flight, with their session."""
         self._creating: set[tuple[str, JsonValue]] = set()
         """Ids of the session/new, load and resume requests in flight (the session limit)."""
+        self._attaching: dict[tuple[str, JsonValue], str] = {}
+        """Ids of the session/load and resume requests in flight, with their session: its
+        messages go to the connection's stream meanwhile, before the answer."""
         self._initialize: tuple[JsonValue, anyio.Event] | None = None
         self.initialize_answer: dict[str, JsonValue] | None = None
         self._answered = anyio.Event()
@@ -386,7 +394,7 @@ class RemoteConnection:
             session_id = session_id_of(message)
             if "id" in message:
                 self._agent_requests.record(message["id"], session_id)
-            if session_id is None:
+            if session_id is None or session_id in self._attaching.values():
                 return self.outlet
             return self._sessions.get(session_id) or self._add_session(session_id)
         request_id = message.get("id")
@@ -397,6 +405,7 @@ class RemoteConnection:
             return None
         known, session_id = self._client_requests.pop(request_id)
         self._creating.discard(_key(request_id))
+        self._attaching.pop(_key(request_id), None)
         self._answered.set()
         self._answered = anyio.Event()
         if known and session_id is None:
@@ -522,8 +531,10 @@ class RemoteConnection:
                     )
                     return
                 self._creating.add(_key(request_id))
-                if named is not None and not exists and method in SESSION_OPENING_METHODS:
-                    self._add_session(named)
+                if named is not None and method in SESSION_OPENING_METHODS:
+                    self._attaching[_key(request_id)] = named
+                    if not exists:
+                        self._add_session(named)
         else:
             scope = session_header
             if method == "session/close" and session_header is not None:
@@ -534,6 +545,7 @@ class RemoteConnection:
         except ConnectionStopped:
             self._client_requests.pop(request_id)
             self._creating.discard(_key(request_id))
+            self._attaching.pop(_key(request_id), None)
             raise
 
     async def _refuse(self, request_id: JsonValue, reason: str) -> None:

@@ -53,6 +53,7 @@ __all__ = (
     "RemoteStartupError",
     "Transport",
     "connect_agent_url",
+    "open_link",
     "token_from_env",
 )
 
@@ -119,30 +120,16 @@ async def connect_agent_url(
     speaks it). The other keywords are :func:`~subagents.transports.connect_agent`'s.
     """
     endpoint = agent_url(url)
-    scheme = endpoint.split("://", 1)[0].lower()
-    websocket = transport == "websocket" or (transport == "auto" and scheme in ("ws", "wss"))
-    if transport == "http" and scheme in ("ws", "wss"):
-        raise ValueError(f"transport='http' needs an http:// or https:// URL, not {url!r}")
-    _require_extra(websocket)
     label = name or endpoint
-    link_cm: AbstractAsyncContextManager[MessageLink]
-    if websocket:
-        link_cm = open_ws_link(
-            _websocket_url(endpoint),
-            headers=headers,
-            token=token,
-            timeout=timeout,
-            max_message_bytes=max_message_bytes,
-        )
-    else:
-        link_cm = open_http_link(
-            endpoint,
-            headers=headers,
-            token=token,
-            timeout=timeout,
-            http2=http2,
-            max_message_bytes=max_message_bytes,
-        )
+    link_cm = open_link(
+        endpoint,
+        token=token,
+        headers=headers,
+        transport=transport,
+        http2=http2,
+        timeout=timeout,
+        max_message_bytes=max_message_bytes,
+    )
     link: MessageLink | None = None
     connected = False
     try:
@@ -174,6 +161,48 @@ async def connect_agent_url(
         raise RemoteStartupError(
             str(exc), url=endpoint, status=exc.status, unreachable=exc.status is None
         ) from exc
+
+
+def open_link(
+    url: str,
+    *,
+    token: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    transport: Transport = "auto",
+    http2: bool | None = None,
+    timeout: float = 30.0,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+) -> AbstractAsyncContextManager[MessageLink]:
+    """The link (a byte stream of NDJSON lines) to the agent at ``url``, for a block: what
+    :func:`connect_agent_url` runs its peer over, and what ``subagents bridge`` copies stdio to.
+
+    ``transport`` picks Streamable HTTP or a WebSocket (see :data:`Transport`); a URL without
+    a path gets ``/acp``. Raises :class:`ValueError` for ``transport="http"`` with a
+    ``ws(s)://`` URL, :class:`ImportError` without the ``remote`` extra; a refused upgrade
+    raises :class:`~._client_ws.WsUpgradeError` on entering the block.
+    """
+    endpoint = agent_url(url)
+    scheme = endpoint.split("://", 1)[0].lower()
+    websocket = transport == "websocket" or (transport == "auto" and scheme in ("ws", "wss"))
+    if transport == "http" and scheme in ("ws", "wss"):
+        raise ValueError(f"transport='http' needs an http:// or https:// URL, not {url!r}")
+    _require_extra(websocket)
+    if websocket:
+        return open_ws_link(
+            _websocket_url(endpoint),
+            headers=headers,
+            token=token,
+            timeout=timeout,
+            max_message_bytes=max_message_bytes,
+        )
+    return open_http_link(
+        endpoint,
+        headers=headers,
+        token=token,
+        timeout=timeout,
+        http2=http2,
+        max_message_bytes=max_message_bytes,
+    )
 
 
 def token_from_env(variable: str | None) -> str | None:

@@ -1,6 +1,6 @@
-"""The ``subagents`` command: ``demo``, ``run``, ``agents``, ``conformance`` and ``serve``
-(each in its own module of :mod:`subagents.commands`, imported when the command line is
-parsed)."""
+"""The ``subagents`` command: ``demo``, ``run``, ``agents``, ``conformance``, ``serve`` and
+``bridge`` (each in its own module of :mod:`subagents.commands`, imported when the command
+line is parsed)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     from .commands import agents as agents_command
+    from .commands import bridge as bridge_command
     from .commands import conformance as conformance_command
     from .commands import demo as demo_command
     from .commands import run as run_command
@@ -33,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     agents_command.add_parser(commands)
     conformance_command.add_parser(commands)
     serve_command.add_parser(commands)
+    bridge_command.add_parser(commands)
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if args.command == "conformance":
         try:
@@ -45,6 +47,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_command.run(args)
     if args.command == "agents":
         return agents_command.run(args)
+    if args.command == "bridge":
+        return bridge_command.run(args)
     if args.command == "demo":
         return demo_command.run(args)
     parser.print_help(sys.stderr)

@@ -7,6 +7,7 @@ is its command line.
 Client side: a URL is an agent. :func:`connect_agent_url` (which
 :func:`subagents.transports.connect_agent` dispatches a URL to) connects over Streamable HTTP
 or WebSocket; a refused or unreachable server is a :class:`RemoteStartupError`.
+:func:`run_bridge` relays a stdio ACP client to a URL (``subagents bridge URL``).
 """
 
 from ._backends import AgentBackend as AgentBackend
@@ -16,6 +17,8 @@ from ._backends import InProcessBackend as InProcessBackend
 from ._backends import agent_command as agent_command
 from ._backends import in_process_agent as in_process_agent
 from ._backends import runtime_agent as runtime_agent
+from .bridge import BridgeError as BridgeError
+from .bridge import run_bridge as run_bridge
 from .client import RemoteStartupError as RemoteStartupError
 from .client import connect_agent_url as connect_agent_url
 from .server import REMOTE_EXTRA_HINT as REMOTE_EXTRA_HINT
@@ -29,6 +32,7 @@ __all__ = (
     "REMOTE_EXTRA_HINT",
     "AgentBackend",
     "AgentLink",
+    "BridgeError",
     "CommandBackend",
     "InProcessBackend",
     "RemoteServer",
@@ -39,6 +43,7 @@ __all__ = (
     "check_listen_address",
     "connect_agent_url",
     "in_process_agent",
+    "run_bridge",
     "runtime_agent",
     "serve_acp_http",
 )

@@ -8,7 +8,11 @@ An entry says how to run one agent as a subagent::
     args = ["--verbose"]                  # appended to the command (also a list)
     url = "https://build-box:8000/acp"    # acp only, instead of a command: an agent served
                                           # over Streamable HTTP or WebSocket (ws://, wss://)
-    token_env = "BUILD_BOX_TOKEN"         # with url: the variable holding its bearer token
+    urls = ["http://a:8000/acp", "ws://b:8000/acp"]  # acp only, instead of url: the same
+                                          # agent served by several servers; each run goes
+                                          # to the least busy one (a SpreadProvider)
+    token_env = "BUILD_BOX_TOKEN"         # with url or urls: the variable holding the bearer
+                                          # token (the same for every URL)
     env = { MY_AGENT_HOME = "/srv/agent" }
     cwd = "/work"
     model = "some-model"                  # codex, claude-code, spawn/fork (with an adapter)
@@ -23,8 +27,8 @@ An entry says how to run one agent as a subagent::
     adapter = "anthropic"
 
 A table for a name already defined (a built-in, or an entry of an earlier file) that gives no
-``provider``, ``command``, ``args`` or ``url`` updates that entry instead of replacing it: its
-fields replace the entry's, and ``env`` and ``options`` are merged key by key. That is how a
+``provider``, ``command``, ``args``, ``url`` or ``urls`` updates that entry instead of replacing
+it: its fields replace the entry's, and ``env`` and ``options`` are merged key by key. That is how a
 built-in gets its key without restating its command::
 
     [agents.codex]
@@ -124,7 +128,16 @@ class AgentSpec:
     """An ``acp`` agent served at this URL (``subagents serve --listen``, or any server of
     the RFD's Streamable HTTP / WebSocket transport) instead of a command."""
     token_env: str | None = None
-    """With ``url``: the environment variable holding the server's bearer token."""
+    """With ``url`` or ``urls``: the environment variable holding the servers' bearer token."""
+    urls: tuple[str, ...] = ()
+    """An ``acp`` agent served by several equivalent servers (instead of ``url`` or a
+    command): :func:`~subagents.providers.factory.build_provider` makes a
+    :class:`~subagents.providers.spread.SpreadProvider` over one URL provider per server."""
+
+    @property
+    def agent_urls(self) -> tuple[str, ...]:
+        """The URLs the agent is served at: ``(url,)``, ``urls``, or ``()`` for a command."""
+        return (self.url,) if self.url is not None else self.urls
 
     def with_overrides(
         self, *, permission: Permission | None = None, model: str | None = None
@@ -172,6 +185,7 @@ def _entry(name: str, data: Mapping[str, Any], source: str) -> AgentSpec:
         "command",
         "args",
         "url",
+        "urls",
         "token_env",
         "env",
         "cwd",
@@ -196,14 +210,15 @@ def _entry(name: str, data: Mapping[str, Any], source: str) -> AgentSpec:
         raise ConfigError(f"{where}: provider must be a name")
     command = _str_list(data.get("command", []), f"{where}.command", "command")
     command += _str_list(data.get("args", []), f"{where}.args", "args")
-    url, token_env = _url_fields(data, where, provider, command)
-    if provider in ("acp", "codex", "claude-code") and not command and url is None:
+    url, urls, token_env = _url_fields(data, where, provider, command)
+    if provider in ("acp", "codex", "claude-code") and not command and url is None and not urls:
         raise ConfigError(
             f"{where}: provider {provider!r} needs a command"
             + (" or a url" if provider == "acp" else ""),
             hint='give it the command that starts the agent: command = ["program", "argument"]'
             + (
-                '; or the URL it is served at: url = "http://host:8000/acp"'
+                '; or the URL it is served at: url = "http://host:8000/acp" (several '
+                'servers: urls = ["http://a:8000/acp", "http://b:8000/acp"])'
                 if provider == "acp"
                 else ""
             ),
@@ -248,6 +263,7 @@ def _entry(name: str, data: Mapping[str, Any], source: str) -> AgentSpec:
         provider=provider,
         command=command,
         url=url,
+        urls=urls,
         token_env=token_env,
         env=cast(dict[str, str], env),
         cwd=cast("str | None", data.get("cwd")),
@@ -265,11 +281,12 @@ def _entry(name: str, data: Mapping[str, Any], source: str) -> AgentSpec:
 
 def _url_fields(
     data: Mapping[str, Any], where: str, provider: str, command: tuple[str, ...]
-) -> tuple[str | None, str | None]:
-    """An entry's ``url`` and ``token_env``, checked."""
+) -> tuple[str | None, tuple[str, ...], str | None]:
+    """An entry's ``url``, ``urls`` and ``token_env``, checked."""
     from .protocol.acp_remote import is_agent_url
 
     url = data.get("url")
+    urls = _urls(data["urls"], where) if "urls" in data else ()
     token_env = data.get("token_env")
     if url is not None:
         if not isinstance(url, str) or not is_agent_url(url):
@@ -277,15 +294,22 @@ def _url_fields(
                 f"{where}.url: expected an http://, https://, ws:// or wss:// URL",
                 hint='write the agent\'s endpoint: url = "http://host:8000/acp"',
             )
+        if "urls" in data:
+            raise ConfigError(
+                f"{where}: give url (one server) or urls (several), not both",
+                hint=f"put every server in urls and drop url: urls = {_toml_value([url, *urls])}",
+            )
+    if url is not None or urls:
+        key = "url" if url is not None else "urls"
         if provider != "acp":
             raise ConfigError(
-                f"{where}.url: only acp entries take a url (this one is {provider!r})",
+                f"{where}.{key}: only acp entries take a {key} (this one is {provider!r})",
                 hint='an agent served by URL speaks ACP: provider = "acp"',
             )
         if command:
             raise ConfigError(
-                f"{where}: give a command or a url, not both",
-                hint="a url names an agent already running; a command starts one",
+                f"{where}: give a command or a {key}, not both",
+                hint=f"a {key} names an agent already running; a command starts one",
             )
     if token_env is not None:
         if not isinstance(token_env, str) or not _ENV_NAME.match(token_env):
@@ -293,12 +317,57 @@ def _url_fields(
                 f"{where}.token_env: expected the name of an environment variable",
                 hint='token_env = "MY_AGENT_TOKEN" (the variable holds the token)',
             )
-        if url is None:
+        if url is None and not urls:
             raise ConfigError(
                 f"{where}.token_env: only an entry with a url takes a token",
-                hint='add the agent\'s url = "http://host:8000/acp", or drop token_env',
+                hint='add the agent\'s url = "http://host:8000/acp" (or urls = [...]), '
+                "or drop token_env",
             )
-    return url, token_env
+    return url, urls, token_env
+
+
+_URLS_HINT: Final = 'urls = ["http://a:8000/acp", "ws://b:8000/acp"] (one server: url = "...")'
+
+
+def _urls(value: Any, where: str) -> tuple[str, ...]:
+    """``urls``: a non-empty list of distinct agent URLs (``http(s)://``, ``ws(s)://``)."""
+    from .protocol.acp_remote import agent_url, is_agent_url
+
+    if isinstance(value, str):
+        raise ConfigError(
+            f"{where}.urls: expected a list of URLs, not a string",
+            hint=f"write it as a list: urls = {_toml_value([value])} "
+            f"(one server: url = {_toml_value(value)})",
+        )
+    if not isinstance(value, list):
+        raise ConfigError(f"{where}.urls: expected a list of URLs", hint=_URLS_HINT)
+    items = cast(list[Any], value)
+    if not items:
+        raise ConfigError(
+            f"{where}.urls: the list is empty",
+            hint=f"name at least one server: {_URLS_HINT}; or give a command instead",
+        )
+    seen: dict[str, int] = {}
+    for index, item in enumerate(items):
+        endpoint: str | None = None
+        if isinstance(item, str) and is_agent_url(item):
+            try:
+                endpoint = agent_url(item)
+            except ValueError:
+                endpoint = None
+        if endpoint is None:
+            raise ConfigError(
+                f"{where}.urls[{index}]: {item!r} is not a server's URL (http://, https://, "
+                "ws:// or wss://, and a host)",
+                hint=f"each item is a server's endpoint: {_URLS_HINT}",
+            )
+        if endpoint in seen:
+            raise ConfigError(
+                f"{where}.urls[{index}]: {item!r} is the same server as urls[{seen[endpoint]}]",
+                hint="list each server once (each run goes to one of them, the least busy)",
+            )
+        seen[endpoint] = index
+    return tuple(cast(list[str], items))
 
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -325,7 +394,7 @@ def parse_agents(
             raise ConfigError(f"{source}: agents.{name} must be a table")
         fields = cast(dict[str, Any], entry)
         base = (existing or {}).get(name)
-        if base is not None and not {"provider", "command", "args", "url"} & set(fields):
+        if base is not None and not {"provider", "command", "args", "url", "urls"} & set(fields):
             fields = _updated(base, fields)
         result[name] = _entry(name, fields, source)
     return result
@@ -346,6 +415,8 @@ def _updated(base: AgentSpec, fields: Mapping[str, Any]) -> dict[str, Any]:
         value = getattr(base, key)
         if value is not None:
             data[key] = value
+    if base.urls:
+        data["urls"] = list(base.urls)
     data.update(fields)
     for key, current in (("env", base.env), ("options", base.options)):
         given = fields.get(key)
@@ -607,10 +678,12 @@ def to_toml(spec: AgentSpec) -> str:
     lines = [f"[agents.{key}]", f"provider = {_toml_string(spec.provider)}"]
     if spec.command:
         lines.append(f"command = {_toml_value(list(spec.command))}")
-    for key in ("url", "token_env"):
-        value = getattr(spec, key)
-        if value:
-            lines.append(f"{key} = {_toml_string(value)}")
+    if spec.url:
+        lines.append(f"url = {_toml_string(spec.url)}")
+    if spec.urls:
+        lines.append(f"urls = {_toml_value(list(spec.urls))}")
+    if spec.token_env:
+        lines.append(f"token_env = {_toml_string(spec.token_env)}")
     if spec.env:
         lines.append(f"env = {_toml_value(dict(spec.env))}")
     for key in ("cwd", "model", "description"):

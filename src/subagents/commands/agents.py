@@ -5,7 +5,10 @@
   array of the entries (environment variable *names* only: values may be secrets).
 * ``subagents agents --probe [NAME ...]`` starts each agent (all, or the named ones)
   concurrently, initializes it and shuts it down, each within ``--timeout`` seconds, and
-  prints a status table (``--json``: the same as objects). Progress goes to stderr: one
+  prints a status table (``--json``: the same as objects). An entry with ``urls`` (several
+  servers) has its row, ``ok`` only when every server is (else the first failing server's
+  status, its reason saying how many failed), then one ``  - URL`` row per server
+  (``members`` in ``--json``). Progress goes to stderr: one
   updated ``probing N/M...`` line on a terminal, else one line per finished probe.
   Exit status: 0 when every probe is fine, 1 otherwise. ``failed`` is never fine;
   ``not installed``, ``needs credentials``, ``not logged in`` and ``no network`` are fine when
@@ -183,11 +186,21 @@ def short_command(command: Sequence[str]) -> str:
     return text if len(text) <= _COMMAND_CHARS else text[: _COMMAND_CHARS - 1] + "…"
 
 
+def short_target(spec: AgentSpec) -> str:
+    """What the COMMAND column shows: the command, or the URL(s) an agent is served at."""
+    urls = spec.agent_urls
+    if not urls:
+        return short_command(spec.command)
+    text = urls[0] if len(urls) == 1 else f"{urls[0]} (+{len(urls) - 1} more)"
+    return text if len(text) <= _COMMAND_CHARS else text[: _COMMAND_CHARS - 1] + "…"
+
+
 def _entry_json(spec: AgentSpec) -> dict[str, object]:
     return {
         "name": spec.name,
         "provider": spec.provider,
         "command": list(spec.command),
+        "urls": list(spec.agent_urls),
         "env_vars": sorted(spec.env),
         "cwd": spec.cwd,
         "model": spec.model,
@@ -218,7 +231,7 @@ def _list(agents: dict[str, AgentSpec], *, as_json: bool, out: TextIO) -> None:
         (
             spec.name,
             spec.provider,
-            short_command(spec.command),
+            short_target(spec),
             _home(spec.source),
             spec.description,
         )
@@ -272,13 +285,14 @@ def _probe(args: argparse.Namespace, agents: dict[str, AgentSpec]) -> int:
     else:
         rows = [
             (
-                r.name,
+                r.name if r.url is None else f"  - {r.url}",
                 _status(r),
                 r.version or "-",
                 ", ".join(r.capabilities) or "-",
                 "-" if r.start_ms is None else str(r.start_ms),
             )
-            for r in results
+            for result in results
+            for r in (result, *result.members)
         ]
         _table(("NAME", "STATUS", "VERSION", "CAPABILITIES", "START_MS"), rows, out)
     out.flush()

@@ -392,13 +392,19 @@ def _start_hint(spec: AgentSpec, exc: BaseException) -> str | None:
     known = classify(spec, f"{exc} {exc.__cause__ or ''}")
     if known is not None:
         return known.hint
-    if spec.url is not None and "(HTTP 401)" in str(exc):
+    if spec.agent_urls and "(HTTP 401)" in str(exc):
         variable = f"${spec.token_env}" if spec.token_env else "the variable token_env names"
         return f"give the server's token: set token_env in the entry, and {variable}"
     if spec.url is not None:
         return (
             f"check that the server at {spec.url} runs (subagents serve --listen) and the "
             "entry's url and token_env, or rerun with --debug"
+        )
+    if spec.urls:
+        return (
+            f"check that the servers at {', '.join(spec.urls)} run (subagents serve --listen) "
+            "and the entry's urls and token_env (`subagents agents --probe "
+            f"{spec.name}` checks each), or rerun with --debug"
         )
     if "auth" in str(exc).lower():
         return f"{spec.name} needs credentials: log in with it, or set its API key"

@@ -198,6 +198,10 @@ def build_provider(spec: AgentSpec, context: BuildContext | None = None) -> Mana
             async with run:
                 outcome = await run.result()
 
+    An ``acp`` entry with ``urls`` is a :class:`~subagents.providers.spread.SpreadProvider`
+    over one :class:`~subagents.providers.acp.AcpProvider` per URL, in the entry's order (each
+    run on the least busy server; a server that cannot start it is skipped for the next).
+
     Raises :class:`UnknownProviderKind` for a ``spec.provider`` no built-in or installed
     plugin has, and :class:`~subagents.config.ConfigError` for an entry its provider cannot
     use (a ``claude-code`` entry without a model, a bad ``turn_deadline`` or model adapter).
@@ -208,16 +212,25 @@ def build_provider(spec: AgentSpec, context: BuildContext | None = None) -> Mana
     if kind == "acp":
         from .acp import AcpProvider
 
-        return AcpProvider(
-            spec.url or spec.command,
-            token_env=spec.token_env,
-            name=spec.name,
-            cwd=cwd,
-            env=_env(spec),
-            permission_policy=_acp_policy(spec, context),
-            auth_method=cast("str | None", spec.options.get("auth_method")),
-            initialize_timeout=spec.startup_timeout,
-        )
+        policy = _acp_policy(spec, context)
+
+        def acp_provider(target: str | tuple[str, ...]) -> AcpProvider:
+            return AcpProvider(
+                target,
+                token_env=spec.token_env,
+                name=spec.name,
+                cwd=cwd,
+                env=_env(spec),
+                permission_policy=policy,
+                auth_method=cast("str | None", spec.options.get("auth_method")),
+                initialize_timeout=spec.startup_timeout,
+            )
+
+        if spec.urls:
+            from .spread import SpreadProvider
+
+            return SpreadProvider(spec.name, [acp_provider(url) for url in spec.urls])
+        return acp_provider(spec.url or spec.command)
     if kind == "codex":
         from .codex import CodexProvider
 

@@ -80,6 +80,8 @@ NOT_READY: Final[frozenset[ProbeStatus]] = frozenset(
 AUTH_REQUIRED_CODE = -32000
 """The ACP error code of ``auth_required``."""
 _REASON_CHARS = 160
+_MEMBER_SHARE = 0.9
+"""The share of a probe's bound each URL of an entry with ``urls`` gets (probed at once)."""
 _EXIT_GRACE = 1.0
 """How long a failed start waits for the child's exit, to name its status."""
 
@@ -102,6 +104,11 @@ class ProbeResult:
     protocol_version: int | None = None
     hint: str = ""
     """What to do when it is not ``ok`` (one line)."""
+    url: str | None = None
+    """The server probed, for one URL of an entry with ``urls``."""
+    members: tuple[ProbeResult, ...] = ()
+    """For an entry with ``urls``: each URL's own result, in the entry's order (the entry's
+    ``status`` is ``ok`` only when every one is; else the first one's that is not)."""
 
     @property
     def not_ready(self) -> NotReady | None:
@@ -127,6 +134,8 @@ class ProbeResult:
             "auth_methods": list(self.auth_methods),
             "start_ms": self.start_ms,
             "hint": self.hint or None,
+            "url": self.url,
+            "members": [member.to_json() for member in self.members],
         }
 
 
@@ -199,6 +208,8 @@ async def _probe_acp(
 ) -> tuple[ProbeResult, ModelApi | None]:
     """The probe (``login``: what the entry as configured says of a Claude login, for an
     agent that has no account query), and the model API it would use when it is ready."""
+    if spec.urls:
+        return await _acp_urls(spec, timeout), None
     if spec.url is not None:
         return await _acp_url_connection(spec, spec.url, timeout), None
     found = await _acp_connection(spec, timeout)
@@ -262,7 +273,7 @@ async def _acp_url_connection(spec: AgentSpec, url: str, timeout: float) -> Prob
                 "unreachable",
                 _reason(exc),
                 hint=f"start the agent's server at {url} (subagents serve --listen), "
-                "or fix the entry's url",
+                f"or fix the entry's {'urls' if spec.urls else 'url'}",
             )
         if exc.status in (401, 403):
             if spec.token_env is None:
@@ -275,6 +286,45 @@ async def _acp_url_connection(spec: AgentSpec, url: str, timeout: float) -> Prob
                 spec.name, spec.provider, "needs credentials", _reason(exc), hint=hint
             )
         return ProbeResult(spec.name, spec.provider, "failed", _reason(exc))
+
+
+async def _acp_urls(spec: AgentSpec, timeout: float) -> ProbeResult:
+    """An agent served at each of ``spec.urls``: every URL probed at once, each result kept
+    in ``members``; ``ok`` when all are, else the status, reason and hint of the first URL
+    that is not (the reason says how many are not)."""
+    urls = spec.urls
+    found: list[ProbeResult | None] = [None] * len(urls)
+
+    bound = timeout * _MEMBER_SHARE  # each URL's verdict comes before the entry's bound
+
+    async def one(index: int, url: str) -> None:
+        result = ProbeResult(spec.name, spec.provider, "failed", f"timed out after {bound:g} s")
+        try:
+            with anyio.move_on_after(bound):
+                result = await _acp_url_connection(spec, url, bound)
+        except Exception as exc:
+            result = ProbeResult(spec.name, spec.provider, "failed", _reason(exc))
+        found[index] = replace(result, url=url)
+
+    async with anyio.create_task_group() as tg:
+        for index, url in enumerate(urls):
+            tg.start_soon(one, index, url)
+    members = tuple(result for result in found if result is not None)
+    ready = [m for m in members if m.status == "ok"]
+    bad = [m for m in members if m.status != "ok"]
+    model = ready[0] if ready else members[0]
+    entry = replace(model, url=None, members=members)
+    if not bad:
+        return entry
+    first = bad[0]
+    return replace(
+        entry,
+        status=first.status,
+        reason=one_line(
+            f"{len(bad)} of {len(members)} servers not ok: {first.url}: {first.reason}"
+        ),
+        hint=first.hint,
+    )
 
 
 async def _acp_session(spec: AgentSpec, agent: AgentConnection, started: float) -> ProbeResult:
@@ -449,7 +499,7 @@ async def _probe_agent(
     spec: AgentSpec, timeout: float, *, login: NotReady | None, network: bool
 ) -> ProbeResult:
     child_probe = CHILD_PROBES.get(spec.provider)
-    if child_probe is not None and spec.url is None:
+    if child_probe is not None and not spec.agent_urls:
         if not spec.command:
             return ProbeResult(spec.name, spec.provider, "failed", "no command")
         if find_command(spec) is None:

@@ -7,7 +7,9 @@ Routing, exactly the RFD's (``docs/spec/acp-streamable-http-websocket.mdx``):
                       ``max_message_bytes`` (else 413), JSON (else 400 with a JSON-RPC parse
                       error), not a batch (501). ``initialize`` without ``Acp-Connection-Id``
                       makes a connection: 200, the JSON-RPC answer as body, the id in the
-                      ``Acp-Connection-Id`` header. Anything else needs ``Acp-Connection-Id``
+                      ``Acp-Connection-Id`` header (a client that disconnects before the
+                      answer never learns the id: that connection is stopped at once,
+                      not left to the idle timeout). Anything else needs ``Acp-Connection-Id``
                       (400; unknown: 404) and, when session-scoped, ``Acp-Session-Id`` (400;
                       unknown for the connection: 404); answered 202 at once.
 ``GET /acp``          ``Upgrade: websocket``: a WebSocket, ``Acp-Connection-Id`` in the 101.
@@ -211,7 +213,7 @@ class AcpAsgiApp:
             )
             return
         if method == "POST":
-            await self._post(scope, body, send)
+            await self._post(scope, body, receive, send)
         elif method == "GET":
             await self._get(scope, receive, send)
         elif method == "DELETE":
@@ -236,7 +238,7 @@ class AcpAsgiApp:
             return False
         return hmac.compare_digest(given.strip().encode(), token)
 
-    async def _post(self, scope: Scope, body: bytes | None, send: Send) -> None:
+    async def _post(self, scope: Scope, body: bytes | None, receive: Receive, send: Send) -> None:
         content_type = (_header(scope, b"content-type") or "").split(";", 1)[0].strip().lower()
         if content_type != "application/json":
             await _respond(send, 415, {"error": "Content-Type must be application/json"})
@@ -268,7 +270,7 @@ class AcpAsgiApp:
         session_header = _header(scope, _SESSION_KEY)
         if connection_id is None:
             if msg.get("method") == "initialize" and "id" in msg:
-                await self._initialize(msg, send)
+                await self._initialize(msg, receive, send)
             else:
                 await _respond(send, 400, {"error": f"{CONNECTION_HEADER} is required"})
             return
@@ -287,7 +289,9 @@ class AcpAsgiApp:
             return
         await _respond(send, 202, None)
 
-    async def _initialize(self, message: dict[str, JsonValue], send: Send) -> None:
+    async def _initialize(
+        self, message: dict[str, JsonValue], receive: Receive, send: Send
+    ) -> None:
         hub = self.hub
         refusal = hub.refusal()
         if refusal is not None:
@@ -295,13 +299,27 @@ class AcpAsgiApp:
             await _respond(send, status, {"error": reason}, [(b"retry-after", b"1")])
             return
         conn = RemoteConnection("http", hub.limits)
-        try:
-            await hub.open(conn)
-        except Exception as exc:
-            logger.warning("the agent could not be started: %s", exc)
-            await _respond(send, 502, {"error": f"the agent could not be started: {exc}"})
+        gone = anyio.Event()
+        failure: Exception | None = None
+        answer: dict[str, JsonValue] | None = None
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_note_disconnect, receive, gone)
+            try:
+                await hub.open(conn)
+            except Exception as exc:
+                failure = exc
+            else:
+                answer = await conn.initialize(message)
+            tg.cancel_scope.cancel()
+        if failure is not None:
+            logger.warning("the agent could not be started: %s", failure)
+            await _respond(send, 502, {"error": f"the agent could not be started: {failure}"})
             return
-        answer = await conn.initialize(message)
+        if gone.is_set():
+            # A client cancelled while its agent started: it never gets the connection id
+            # (so it cannot DELETE), and the agent would wait for the idle timeout.
+            conn.stop("the client left before the answer to initialize")
+            return
         if answer is None:
             conn.stop("no answer to initialize")
             await _respond(send, 504, {"error": "the agent did not answer initialize"})
@@ -431,6 +449,15 @@ async def _stream(conn: RemoteConnection, outlet: Outlet, receive: Receive, send
         conn.touch()
         with anyio.CancelScope(shield=True), anyio.move_on_after(1.0), suppress(Exception):
             await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _note_disconnect(receive: Receive, gone: anyio.Event) -> None:
+    """Set ``gone`` when the client disconnects (the request's body is read already)."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            gone.set()
+            return
 
 
 async def _wait_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:

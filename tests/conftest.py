@@ -39,6 +39,7 @@ GROUPS: dict[str, str] = {
     "tests/conformance/test_mutants.py": "mutants",
     "tests/conformance/test_reference_agent.py": "reference-agent-conformance",
     "tests/conformance/test_turn_checks.py": "turn-checks",
+    "tests/conformance/test_remote_conformance.py": "remote-conformance",
     "tests/commands/test_plugins.py": "plugin-site",
     "tests/test_wheel_install.py": "wheel",
     # bench/run.py names its raw file by the second it starts (bench/results/raw-<time>.jsonl):

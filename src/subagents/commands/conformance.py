@@ -3,19 +3,28 @@
 The agent command runs as the user's shell would run it: in the current directory (or
 ``--cwd``), so ``-- python my_agent.py`` works from the agent's own directory; only each ACP
 session's ``cwd`` is a private directory per check. See :data:`EXIT_STATUSES`.
+
+``subagents conformance [options] URL`` judges an agent served at a URL (``http(s)://``,
+``ws(s)://``) through ``subagents bridge URL`` (:mod:`subagents.conformance.remote`): the
+suite runs the bridge as the agent command; the process-level requirements then judge the
+bridge, which the report and the terminal output say.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import signal
 import sys
 from pathlib import Path
-from typing import Any, TextIO, cast
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 import anyio
+
+if TYPE_CHECKING:
+    from ..conformance.remote import ThroughBridge
 
 __all__ = ("EXIT_STATUSES", "add_parser", "run")
 
@@ -27,7 +36,8 @@ exit status:
   2    bad usage: unknown option, unreadable baseline, no agent command
   3    blocked by authentication: the agent wants a login (pass --auth-method ID)
   4    could not start: the agent command did not start, exited, or did not answer
-       initialize within --startup-timeout (nothing else is run)
+       initialize within --startup-timeout (nothing else is run); for a URL: the bridge
+       could not connect (unreachable, the token refused: its stderr says which)
   130  interrupted (every agent process was stopped)
 """
 
@@ -36,14 +46,20 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     """Add ``conformance`` to the ``subagents`` command's subparsers."""
     parser: argparse.ArgumentParser = commands.add_parser(
         "conformance",
-        help="run the ACP conformance suite against an agent command",
+        help="run the ACP conformance suite against an agent command (or an agent URL)",
         description=(
             "Run every ACP conformance check against an agent binary (each check starts its own "
-            "agent process) and report a verdict per requirement."
+            "agent process) and report a verdict per requirement. Given one URL (http://, "
+            "https://, ws://, wss://) instead of a command, judge the agent served there "
+            "through `subagents bridge URL` (each check starts a bridge process): the "
+            "process-level requirements (stdout purity, UTF-8, framing, exit on stdin close, "
+            "no process left, stderr) then judge the bridge, not the remote agent."
         ),
         epilog=(
             "example, from your agent's directory:\n"
-            "  subagents conformance --json report.json -- python my_agent.py --flag\n\n"
+            "  subagents conformance --json report.json -- python my_agent.py --flag\n"
+            "an agent served at a URL (through subagents bridge):\n"
+            "  subagents conformance --token-env ACP_TOKEN https://build-box:8765/acp\n\n"
             + EXIT_STATUSES
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -154,7 +170,31 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         help="set a variable for the agent (repeatable)",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="show details of passes too")
-    parser.add_argument("agent", nargs=argparse.REMAINDER, help="-- then the agent command")
+    remote = parser.add_argument_group(
+        "an agent served at a URL (judged through subagents bridge; the process-level "
+        "requirements judge the bridge)"
+    )
+    remote.add_argument(
+        "--token-env",
+        metavar="VAR",
+        help="the environment variable holding the server's bearer token",
+    )
+    remote.add_argument(
+        "--transport",
+        choices=("auto", "http", "websocket"),
+        default="auto",
+        help="auto: by the URL's scheme; websocket upgrades an http(s) URL (default: auto)",
+    )
+    remote.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="a header for every request to the URL (repeatable)",
+    )
+    parser.add_argument(
+        "agent", nargs=argparse.REMAINDER, help="-- then the agent command; or the agent's URL"
+    )
     return parser
 
 
@@ -180,6 +220,11 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         return 2
     if len(command) == 1 and " " in command[0]:
         command = shlex.split(command[0])
+    bridge = _through_bridge(args, command, err)
+    if isinstance(bridge, int):
+        return bridge
+    if bridge is not None:
+        command = list(bridge[1])
     env: dict[str, str] = {}
     for item in args.env:
         name, sep, value = item.partition("=")
@@ -287,6 +332,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         if written
         else "rerun with --json FILE (or --junit FILE) for the transcripts of the failures"
     )
+    if bridge is not None:
+        report.bridge = bridge[0]
     render_terminal(report, out, verbose=args.verbose, transcript_hint=hint)
     if args.json:
         Path(args.json).write_text(json.dumps(to_json(report), indent=2) + "\n", encoding="utf-8")
@@ -299,3 +346,41 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         else:
             write_baseline(report, args.write_baseline)
     return report.exit_code
+
+
+def _through_bridge(
+    args: argparse.Namespace, command: list[str], err: TextIO
+) -> tuple[ThroughBridge, tuple[str, ...]] | int | None:
+    """For an agent URL: what the report says, and the bridge command the suite runs; ``None``
+    for an agent command; an exit status (2) for bad usage."""
+    from ..conformance.remote import ThroughBridge, bridge_command
+    from ..protocol.acp_remote import agent_url, is_agent_url
+    from .bridge import parse_headers
+
+    if not (len(command) == 1 and is_agent_url(command[0])):
+        if args.token_env or args.header or args.transport != "auto":
+            err.write(
+                "subagents conformance: --token-env, --transport and --header are for an agent "
+                "URL (give the URL instead of a command)\n"
+            )
+            return 2
+        return None
+    try:
+        url = agent_url(command[0])
+        parse_headers(args.header)
+    except ValueError as exc:
+        err.write(f"subagents conformance: {exc}\n")
+        return 2
+    if args.transport == "http" and url.lower().startswith(("ws://", "wss://")):
+        err.write(f"subagents conformance: --transport http needs an http(s) URL, not {url}\n")
+        return 2
+    if args.token_env and not os.environ.get(args.token_env):
+        err.write(
+            f"subagents conformance: --token-env {args.token_env}: the variable is not set "
+            "(or empty)\n"
+        )
+        return 2
+    bridge = bridge_command(
+        url, token_env=args.token_env, transport=args.transport, headers=args.header
+    )
+    return ThroughBridge(url, args.transport), bridge

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, TextIO, cast
 
 from .. import __version__
+from .remote import BRIDGE_NOTE
 from .requirements import SPEC_COMMIT, Tier
 from .runner import UNJUDGED, Baseline, RequirementResult, Status, SuiteReport
 
@@ -148,6 +149,7 @@ def to_json(report: SuiteReport) -> dict[str, Any]:
         if failure is None
         else {**dataclasses.asdict(failure), "stdout_lines": list(failure.stdout_lines)},
         "auth_required": report.auth_required,
+        "bridge": None if report.bridge is None else report.bridge.to_json(),
         "counts": report.counts(),
         "unjudged": [r.requirement.id for r in report.unjudged],
         "stale_baseline": [r.requirement.id for r in report.results if r.stale_baseline],
@@ -359,7 +361,12 @@ def render_terminal(
     agent could not start, that one answer). A failure line carries the citation and one
     line of the exchange; ``transcript_hint`` says where the transcripts are."""
     write = out.write
-    write(f"ACP conformance of: {shlex.join(report.command)}\n")
+    if report.bridge is not None:
+        write(f"ACP conformance of: {report.bridge.url}\n")
+        write(f"  through the bridge: {shlex.join(report.command)}\n")
+        write(f"  note: {BRIDGE_NOTE}\n")
+    else:
+        write(f"ACP conformance of: {shlex.join(report.command)}\n")
     if report.agent is not None:
         write(f"  in: {report.agent.cwd}\n")
         if report.agent.name:

@@ -20,7 +20,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
@@ -46,6 +46,9 @@ from .framework import (
 )
 from .requirements import REQUIREMENTS, Requirement, Tier
 from .wire import AgentWire, ClientSide, WireError, open_wire
+
+if TYPE_CHECKING:
+    from .remote import ThroughBridge
 
 __all__ = (
     "AUTHENTICATION",
@@ -205,6 +208,8 @@ class SuiteReport:
     """An unjudged mandatory requirement counts as a failure."""
     started_at: str = ""
     """When the run started (ISO 8601, UTC)."""
+    bridge: ThroughBridge | None = None
+    """The agent is served at a URL and was judged through ``subagents bridge``."""
 
     @property
     def unjudged(self) -> list[RequirementResult]:

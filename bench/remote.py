@@ -298,8 +298,48 @@ METRICS: tuple[tuple[str, str, tuple[str, str], int, bool], ...] = (
 RATIO_METRICS = ("connect", "rtt_p50", "rtt_cpu", "s_rate", "s_cpu")
 
 NOTES = """\
-What dominates (hand-written; see `bench/notes.md` for the method): filled in from the
-profiles of the run that introduced this bench."""
+**What dominates** (hand-written, from the run that introduced this bench: `bench/remote.py
+--reps 3` at `3c23406` on a busy 2-core machine, load average 4–8, raw file
+`raw-remote-20261203-072819.jsonl`; and py-spy 0.4 at 250 Hz on client and server, one
+profiled run per row with 900 round trips or 30 000 updates, start-up left out; shares are of
+one process's samples). Re-profile with `py-spy record -f raw --subprocesses` around
+`bench/drivers/remote_client.py` and `--pid` of `bench/drivers/remote_server.py`.
+
+* **Loopback HTTP is 6–12× stdio's round trip and 1/5–1/16 of its throughput, for both
+  stacks**; WebSocket 2–4× the round trip. A 0-chunk turn over HTTP is a POST (202) plus the
+  answer read from the session's SSE stream: in our HTTP/2 client, asyncio's socket writes
+  are 15% of samples (httpcore's HTTP/2 sends headers, body and end of stream as three writes
+  per POST), the HTTP stack (httpx, httpcore, h2, hpack, hyperframe) 24%, anyio 7%, our code
+  5%; the server idles half its samples, hypercorn with h2 16%, our server code 5%. The SDK's
+  HTTP/1.1 client has the same shape (asyncio 51%, socket writes 21%, HTTP stack 27%).
+* **Our server is the cheaper one; our client the costlier.** The crossings separate them:
+  with the SDK's client, our server beats the SDK's (HTTP/1.1: RTT 0.90×, msgs/s 1.49×, CPU
+  per message 0.67×; WebSocket: 0.91×, 1.90×, 0.50×), its CPU per streamed update being 47
+  µs (HTTP/1.1) and 40 µs (WebSocket) against the SDK server's 98 and 96. Our client spends
+  75 (HTTP/1.1), 116 (h2c) and 123 (WebSocket) µs per update, the SDK's 56–73 (HTTP/1.1) and
+  40–60 (WebSocket); over stdio ours is the cheaper (12 µs against 34).
+* **Per update, our client's link crosses several anyio primitives**, each a pass of the event
+  loop: over WebSocket httpx-ws's receiving task puts the frame in its memory-object stream,
+  `WsLink.read` takes it under a `fail_after` of its own, `MessageLink.push_line` puts it in the
+  link's memory-object stream, the peer's framer splits and decodes it again as an NDJSON line,
+  then the turn's queue. On this machine a memory-object send and receive took 18 µs,
+  `fail_after` 22 µs and `checkpoint` 9.5 µs (`timeit`-style loops on asyncio); py-spy puts 36%
+  of the WebSocket client's samples (23% over HTTP/1.1) under `asyncio.current_task`, which
+  anyio reaches through sniffio for every such primitive. HTTP/2 adds httpcore's connection
+  lock around each DATA frame read and the pure-Python h2 state machine: client 116 against 75
+  µs per update over HTTP/1.1, server 72 against 47.
+* **Connect** (open → `initialize` answered: ours 160–250 ms, the SDK's 130–140): our HTTP
+  client makes an `httpx.AsyncClient` for its POSTs and another for each GET stream (the
+  connection's, then one per session), and each builds a default TLS context
+  (`ssl.create_default_context`: 59 ms of CPU per call here, on the event loop's thread) even
+  for `http://`; 5–7% of our client's samples in the profiles. The SDK's client makes one.
+* **Over stdio**, our typed client's turn (a `PromptTurn` with its task, events and update
+  queue) costs more per round trip than the SDK's `prompt` call: 383 µs against 240 (CPU 424
+  against 246, client and agent).
+* A round trip's POSTs all go on one HTTP connection, and Hypercorn (both servers) ends an
+  HTTP/2 connection after 1000 requests (`keep_alive_max_requests`), failing the request in
+  flight: our client's link then closes. The bench keeps each connection under that (500
+  round trips, 50 warm-up); over HTTP/1.1 the server's `Connection: close` is harmless."""
 
 
 def _value(rec: dict[str, Any], path: tuple[str, str]) -> float | None:

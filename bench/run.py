@@ -679,7 +679,9 @@ def run_remote(raw: TextIO, reps: int, rng: random.Random, quiet_wait: float, qu
     each in a new random order, the quiet gate before each; a ``remote`` record per run. It has
     a budget of its own (``remote.BUDGET_S``), not what is left of ``--budget``."""
     err = probe_import(
-        Path(sys.executable), "import subagents.remote.server, acp.http, acp.ws, hypercorn"
+        Path(sys.executable),
+        "import subagents.remote.server, subagents.remote.client, acp.http.client, "
+        "acp.ws.client, hypercorn",
     )
     if err is not None:
         log(f"remote bench skipped: {err}")

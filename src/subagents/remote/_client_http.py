@@ -69,6 +69,8 @@ from ._client_link import (
 )
 
 if TYPE_CHECKING:
+    import ssl
+
     import httpx
 
 __all__ = ("HttpLink", "open_http_link")
@@ -522,12 +524,18 @@ class _Clients:
         prior_knowledge = not secure and http2 is not False
         self._h2 = http2 is not False
         self._http1 = not prior_knowledge
+        self._tls: ssl.SSLContext | None = None
         self.client = self._make()
         self._may_fall_back = prior_knowledge and http2 is None
 
     def _make(self) -> httpx.AsyncClient:
         import httpx
 
+        if self._tls is None:
+            # One TLS context for the connection's clients (the POSTs' and each stream's):
+            # httpx makes one per client otherwise, loading the CA bundle each time (about
+            # 0.15 s, blocking the event loop, per session stream opened).
+            self._tls = httpx.create_ssl_context()
         return httpx.AsyncClient(
             headers=self._headers,
             cookies=self._jar,
@@ -535,6 +543,7 @@ class _Clients:
             http2=self._h2,
             http1=self._http1,
             follow_redirects=False,
+            verify=self._tls,
         )
 
     def stream_client(self) -> httpx.AsyncClient:

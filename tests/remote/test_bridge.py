@@ -226,3 +226,17 @@ async def test_a_lost_connection_ends_the_bridge_with_the_reason(transport: str)
         stderr = await relay.stderr()
         assert "subagents bridge:" in stderr
         assert str(server.port) in stderr
+
+
+async def test_a_request_before_initialize_is_refused_for_its_id(transport: str) -> None:
+    """Issue 20 (ACP-INIT-005 through the bridge): ``session/new`` written before
+    ``initialize`` is delivered as it is (over HTTP: POSTed without a connection, refused
+    400), and its refusal is an error answer for its id; ``initialize`` then works."""
+    async with running_server() as server, bridge(url_of(server, transport)) as relay:
+        await relay.write(new_session_request(1))
+        refused = await relay.answer(1)
+        assert "error" in refused
+        assert "result" not in refused
+        await relay.write(initialize_request(2))
+        assert "result" in await relay.answer(2)
+        assert await relay.close_stdin() == 0

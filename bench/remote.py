@@ -298,44 +298,49 @@ METRICS: tuple[tuple[str, str, tuple[str, str], int, bool], ...] = (
 RATIO_METRICS = ("connect", "rtt_p50", "rtt_cpu", "s_rate", "s_cpu")
 
 NOTES = """\
-**What dominates** (hand-written, from the run that introduced this bench: `bench/remote.py
---reps 3` at `3c23406` on a busy 2-core machine, load average 4–8, raw file
-`raw-remote-20261203-072819.jsonl`; and py-spy 0.4 at 250 Hz on client and server, one
+**What dominates** (hand-written, from the two runs that introduced this bench, at `b1a12a6`
+on a busy 2-core machine, load average 3–8: `bench/remote.py --reps 3`, raw file
+`raw-remote-20261203-072819.jsonl`, and `--reps 5` with the two `sdk-inproc` rows,
+`raw-remote-20261203-073855.jsonl`; and py-spy 0.4 at 250 Hz on client and server, one
 profiled run per row with 900 round trips or 30 000 updates, start-up left out; shares are of
 one process's samples). Re-profile with `py-spy record -f raw --subprocesses` around
 `bench/drivers/remote_client.py` and `--pid` of `bench/drivers/remote_server.py`.
 
-* **Loopback HTTP is 6–12× stdio's round trip and 1/5–1/16 of its throughput, for both
-  stacks**; WebSocket 2–4× the round trip. A 0-chunk turn over HTTP is a POST (202) plus the
-  answer read from the session's SSE stream: in our HTTP/2 client, asyncio's socket writes
+* **Loopback HTTP costs 6–17× stdio's round trip and streams at 1/5–1/16 of its rate, for
+  both stacks**; WebSocket 2–5× the round trip. A 0-chunk turn over HTTP is a POST (202) plus
+  the answer read from the session's SSE stream: in our HTTP/2 client, asyncio's socket writes
   are 15% of samples (httpcore's HTTP/2 sends headers, body and end of stream as three writes
   per POST), the HTTP stack (httpx, httpcore, h2, hpack, hyperframe) 24%, anyio 7%, our code
   5%; the server idles half its samples, hypercorn with h2 16%, our server code 5%. The SDK's
   HTTP/1.1 client has the same shape (asyncio 51%, socket writes 21%, HTTP stack 27%).
-* **Our server is the cheaper one; our client the costlier.** The crossings separate them:
-  with the SDK's client, our server beats the SDK's (HTTP/1.1: RTT 0.90×, msgs/s 1.49×, CPU
-  per message 0.67×; WebSocket: 0.91×, 1.90×, 0.50×), its CPU per streamed update being 47
-  µs (HTTP/1.1) and 40 µs (WebSocket) against the SDK server's 98 and 96. Our client spends
-  75 (HTTP/1.1), 116 (h2c) and 123 (WebSocket) µs per update, the SDK's 56–73 (HTTP/1.1) and
-  40–60 (WebSocket); over stdio ours is the cheaper (12 µs against 34).
+* **Our server is the cheaper one, our client the costlier.** The crossings separate them:
+  our server's CPU per streamed update is 0.4–0.7× the SDK server's on the same transport in
+  every pairing of both runs (HTTP/1.1 47–71 µs against 98–129, WebSocket 38–48 against
+  67–102). Our client's is 1.1–1.5× the SDK client's over HTTP/1.1 and 1.9–3.1× over
+  WebSocket (75–107 and 113–139 µs against 56–97 and 40–64), while over stdio ours is the
+  cheaper (12–14 µs against 34–44). The round trips of the SDK's client through our server
+  stay within the noise of the machine (medians 0.9–1.8× the SDK pair's, single repetitions
+  0.6–3.9×).
 * **Per update, our client's link crosses several anyio primitives**, each a pass of the event
   loop: over WebSocket httpx-ws's receiving task puts the frame in its memory-object stream,
   `WsLink.read` takes it under a `fail_after` of its own, `MessageLink.push_line` puts it in the
   link's memory-object stream, the peer's framer splits and decodes it again as an NDJSON line,
   then the turn's queue. On this machine a memory-object send and receive took 18 µs,
-  `fail_after` 22 µs and `checkpoint` 9.5 µs (`timeit`-style loops on asyncio); py-spy puts 36%
+  `fail_after` 22 µs and `checkpoint` 9.5 µs (loops of 100 000 on asyncio); py-spy puts 36%
   of the WebSocket client's samples (23% over HTTP/1.1) under `asyncio.current_task`, which
   anyio reaches through sniffio for every such primitive. HTTP/2 adds httpcore's connection
-  lock around each DATA frame read and the pure-Python h2 state machine: client 116 against 75
-  µs per update over HTTP/1.1, server 72 against 47.
-* **Connect** (open → `initialize` answered: ours 160–250 ms, the SDK's 130–140): our HTTP
+  lock around each DATA frame read and the pure-Python h2 state machine: client 116–128
+  against 75–88 µs per update over HTTP/1.1, server 72–89 against 47–50.
+* **Connect is mostly the agent's start**: the SDK's server with its agent in process answers
+  `initialize` in 41 ms, against 184 ms with the agent's process (run 2). Above that, our HTTP
   client makes an `httpx.AsyncClient` for its POSTs and another for each GET stream (the
   connection's, then one per session), and each builds a default TLS context
-  (`ssl.create_default_context`: 59 ms of CPU per call here, on the event loop's thread) even
-  for `http://`; 5–7% of our client's samples in the profiles. The SDK's client makes one.
+  (`ssl.create_default_context`: 59 ms of CPU per client here, against 0.07 ms with a shared
+  context, on the event loop's thread) even for `http://`; 5–7% of our client's samples in
+  the profiles. The SDK's HTTP client makes one.
 * **Over stdio**, our typed client's turn (a `PromptTurn` with its task, events and update
-  queue) costs more per round trip than the SDK's `prompt` call: 383 µs against 240 (CPU 424
-  against 246, client and agent).
+  queue) costs more per round trip than the SDK's `prompt` call: 368–383 µs against 240–261
+  (CPU 1.5–1.6× the SDK's, client and agent).
 * A round trip's POSTs all go on one HTTP connection, and Hypercorn (both servers) ends an
   HTTP/2 connection after 1000 requests (`keep_alive_max_requests`), failing the request in
   flight: our client's link then closes. The bench keeps each connection under that (500

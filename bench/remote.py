@@ -298,8 +298,9 @@ METRICS: tuple[tuple[str, str, tuple[str, str], int, bool], ...] = (
 RATIO_METRICS = ("connect", "rtt_p50", "rtt_cpu", "s_rate", "s_cpu")
 
 NOTES = """\
-**What dominates** (hand-written, from the two runs that introduced this bench, at `b1a12a6`
-on a busy 2-core machine, load average 3–8: `bench/remote.py --reps 3`, raw file
+**What dominates** (hand-written, from the two runs that introduced this bench, library
+between `d0ae616` and `60ccef1` (with other work in progress in `src/`), on a busy 2-core
+machine, load average 3–8: `bench/remote.py --reps 3`, raw file
 `raw-remote-20261203-072819.jsonl`, and `--reps 5` with the two `sdk-inproc` rows,
 `raw-remote-20261203-073855.jsonl`; and py-spy 0.4 at 250 Hz on client and server, one
 profiled run per row with 900 round trips or 30 000 updates, start-up left out; shares are of
@@ -334,10 +335,11 @@ one process's samples). Re-profile with `py-spy record -f raw --subprocesses` ar
 * **Connect is mostly the agent's start**: the SDK's server with its agent in process answers
   `initialize` in 41 ms, against 184 ms with the agent's process (run 2). Above that, our HTTP
   client makes an `httpx.AsyncClient` for its POSTs and another for each GET stream (the
-  connection's, then one per session), and each builds a default TLS context
+  connection's, then one per session), and each built a default TLS context
   (`ssl.create_default_context`: 59 ms of CPU per client here, against 0.07 ms with a shared
-  context, on the event loop's thread) even for `http://`; 5–7% of our client's samples in
-  the profiles. The SDK's HTTP client makes one.
+  context, on the event loop's thread) even for `http://`: 5–7% of our client's samples in
+  the profiles. Since `d380920` the clients of a connection share one (the SDK's HTTP client
+  builds one per connection too).
 * **Over stdio**, our typed client's turn (a `PromptTurn` with its task, events and update
   queue) costs more per round trip than the SDK's `prompt` call: 368–383 µs against 240–261
   (CPU 1.5–1.6× the SDK's, client and agent).

@@ -23,7 +23,7 @@ from subagents.providers.contract import (
 from subagents.providers.factory import build_provider
 from subagents.providers.probe import probe_agent
 from subagents.providers.spread import SpreadProvider
-from subagents.remote import RemoteServer, runtime_agent
+from subagents.remote import RemoteServer, ServerLimits, runtime_agent
 from tests._ports import closed_port
 
 from ._server_helpers import running_server
@@ -215,3 +215,22 @@ async def test_the_probe_of_an_urls_entry_reports_each_server() -> None:
     assert partly.reason.startswith(f"1 of 2 servers not ok: {down}: ")
     assert "subagents serve --listen" in partly.hint
     assert partly.to_json()["members"] == [m.to_json() for m in partly.members]
+
+
+@pytest.mark.anyio
+async def test_a_full_server_is_skipped_for_the_next() -> None:
+    """Issue 20 point 4 (README: a server that refuses the start, e.g. 503 when full or
+    draining, is skipped): the first server holds another client's connection, its limit;
+    the spread tries it first (no run of its own there), gets 503, and starts on the next."""
+    runtime = runtime_agent(lambda: AgentRuntime(OfflineModel(tick=0.05)))
+    async with (
+        running_server(runtime, limits=ServerLimits(max_connections=1)) as full,
+        runtime_servers(1) as [spare],
+        build_provider(urls_entry([full.url])) as other_client,
+    ):
+        held = await other_client.start(SubagentRequest("slow 600"), cancel=CancelSignal())
+        async with held, build_provider(urls_entry([full.url, spare.url])) as provider:
+            assert isinstance(provider, SpreadProvider)
+            async with await provider.start(SubagentRequest("hi"), cancel=CancelSignal()) as run:
+                assert (full.connection_count, spare.connection_count) == (1, 1)
+                assert (await run.result()).output == "You said: hi"

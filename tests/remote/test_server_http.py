@@ -10,6 +10,7 @@ import pytest
 
 from subagents.remote import RemoteServer, ServerLimits
 from tests.remote._server_helpers import (
+    Message,
     RawClient,
     connected,
     http_client,
@@ -244,6 +245,22 @@ async def test_posts_and_a_stream_share_one_http2_connection(
             assert response.status_code == 202
             _, answer = await events.until_answer(2)
         await client.delete()
+    assert answer["result"]["sessionId"]
+
+
+async def test_one_http2_connection_carries_more_than_a_thousand_posts(
+    reference_server: RemoteServer,
+) -> None:
+    """Every client message is a POST, so a long session's one HTTP/2 connection carries
+    thousands: past hypercorn's default of 1000 requests the connection stays open (it used
+    to end with GOAWAY, failing the POST in flight), and the agent still answers on it."""
+    async with connected(reference_server) as (client, events):
+        notice: Message = {"jsonrpc": "2.0", "method": "_conformance/notice", "params": {}}
+        statuses = {(await client.post(notice)).status_code for _ in range(1010)}
+        response = await client.post(new_session_request(2))
+        _, answer = await events.until_answer(2)
+    assert statuses == {202}
+    assert response.http_version == "HTTP/2"
     assert answer["result"]["sessionId"]
 
 

@@ -66,6 +66,11 @@ POST). httpx drops its idle connections after 5 s, hypercorn closed them after 5
 load, whole servers' worth of turns failed that way. The server's timeout must exceed every
 client's and load balancer's idle timeout (75 s: above the common 60 s of load balancers); at
 shutdown idle connections close at once anyway."""
+KEEP_ALIVE_MAX_REQUESTS: Final = 2**62
+"""Requests one HTTP connection may carry (hypercorn's default is 1000). Every client message
+is a POST: a long session over HTTP/2 would reach 1000 on its one connection, and hypercorn
+then ends it with GOAWAY, failing the POST in flight (which no client may safely retry: the
+server may have accepted it). No limit, as for a WebSocket."""
 
 
 class RemoteServerConfigError(ValueError):
@@ -178,6 +183,7 @@ async def serve_acp_http(
     config.accesslog = None
     config.graceful_timeout = GRACEFUL_TIMEOUT
     config.keep_alive_timeout = KEEP_ALIVE_TIMEOUT
+    config.keep_alive_max_requests = KEEP_ALIVE_MAX_REQUESTS
     config.websocket_max_message_size = limits.max_message_bytes
     config.include_server_header = False
     tls = tls_certfile is not None and tls_keyfile is not None

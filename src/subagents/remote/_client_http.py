@@ -85,6 +85,11 @@ _ENDS_SESSION: Final = frozenset({"session/close", "session/delete"})
 """Requests after which the server may end the session's stream."""
 
 JSON_TYPE: Final = "application/json"
+INITIALIZE_GRACE: Final = 1.0
+"""Seconds a client leaving during its ``initialize`` POST still waits for the answer: one
+already on its way names the connection, which is then DELETEd (the server stops the agent
+of a connection whose client left before the answer, but cannot know of one that left after
+it was written)."""
 STREAMS_END_GRACE: Final = 2.0
 """Seconds a stream the server ended waits for the connection's other streams to end too,
 before the link fails (what they carried is read first)."""
@@ -137,6 +142,8 @@ class HttpLink(MessageLink):
         """The streams being read (``"connection"``, ``"session <id>"``)."""
         self._stream_ended = anyio.Event()
         self._protocol_version: str | None = None
+        self._initializing: anyio.Event | None = None
+        self._initialize_scope: anyio.CancelScope | None = None
 
     # -- what the peer writes
 
@@ -243,7 +250,17 @@ class HttpLink(MessageLink):
         return session
 
     async def _initialize(self, body: bytes) -> None:
-        response = await self._clients.initialize(self.url, body, self)
+        # The POST runs in the link's task group, so that a caller cancelled meanwhile
+        # leaves it running: the link's exit waits for it (bounded) to learn what to DELETE.
+        answered = self._initializing = anyio.Event()
+        outcome: list[httpx.Response | Exception] = []
+        self._tg.start_soon(self._post_initialize, body, outcome, answered)
+        await answered.wait()
+        if not outcome:
+            raise self.broken(self.failure or f"POST initialize to {self.url} was abandoned")
+        if isinstance(outcome[0], Exception):
+            raise outcome[0]
+        response = outcome[0]
         if response.status_code != 200:
             raise self.broken(self._status(response, "initialize"), status=response.status_code)
         connection_id = response.headers.get(CONNECTION_HEADER)
@@ -265,6 +282,32 @@ class HttpLink(MessageLink):
         if not await self._open_stream(None):
             raise self.broken(self.failure or f"{self.url}: no connection stream")
         await self.push_text(response.text)
+
+    async def _post_initialize(
+        self, body: bytes, outcome: list[httpx.Response | Exception], answered: anyio.Event
+    ) -> None:
+        # Shielded: a cancellation of the link's owner does not abandon an answer on its way;
+        # settle_initialize ends the POST after the grace.
+        with anyio.CancelScope(shield=True) as self._initialize_scope:
+            try:
+                response = await self._clients.initialize(self.url, body, self)
+            except Exception as exc:  # the link's failure (or a defect): the caller raises it
+                outcome.append(exc)
+            else:
+                outcome.append(response)
+                if response.status_code == 200:
+                    self.connection_id = response.headers.get(CONNECTION_HEADER) or None
+            finally:
+                answered.set()
+
+    async def settle_initialize(self) -> None:
+        """On the way out: an ``initialize`` POST in flight gets :data:`INITIALIZE_GRACE`
+        seconds to be answered (its connection is then known, and DELETEd)."""
+        if self._initializing is not None and not self._initializing.is_set():
+            with anyio.move_on_after(INITIALIZE_GRACE, shield=True):
+                await self._initializing.wait()
+            if self._initialize_scope is not None:
+                self._initialize_scope.cancel()
 
     async def _post(
         self, body: bytes, session: str | None, what: str, request_id: JsonValue | _NoId
@@ -628,6 +671,7 @@ async def open_http_link(
                 raised = exc
             finally:
                 link.closing = True
+                await link.settle_initialize()
                 tg.cancel_scope.cancel()
                 await link.delete()
                 link.close_inbound()

@@ -128,18 +128,17 @@ class MessageLink(anyio.abc.ByteStream):
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             logger.debug("%s: a message after the link closed dropped", self.url)
 
-    async def push_text(self, text: str) -> JsonValue:
-        """Push one JSON-RPC message received as text; returns it parsed (``None`` when it is
-        not JSON: it is pushed on one line all the same, for the peer to report)."""
-        try:
-            message: JsonValue = json.loads(text)
-        except ValueError:
-            await self.push_line(text.replace("\r", " ").replace("\n", " ").encode() + b"\n")
-            return None
+    async def push_text(self, text: str) -> None:
+        """Push one JSON-RPC message received as text, on one line (the peer parses it and
+        reports what is not JSON; a message spread over lines is re-encoded on one)."""
         if "\n" in text or "\r" in text:
-            text = json.dumps(message, separators=(",", ":"))
+            try:
+                message: JsonValue = json.loads(text)
+            except ValueError:
+                text = text.replace("\r", " ").replace("\n", " ")
+            else:
+                text = json.dumps(message, separators=(",", ":"))
         await self.push_line(text.encode() + b"\n")
-        return message
 
     async def receive(self, max_bytes: int = 65536) -> bytes:
         if not self._rest:

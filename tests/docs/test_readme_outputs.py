@@ -150,7 +150,7 @@ def test_the_readme_has_a_section_per_user_then_set_up_then_layout() -> None:
 def test_the_status_is_short_and_not_stale() -> None:
     [status] = [body for title, body in _sections() if title == "Status"]
     assert len([line for line in status.splitlines() if line.strip()]) <= 8
-    assert "issue 20" in status
+    assert "Streamable HTTP and WebSocket" in status  # issue 20, done
     assert "issue 21" in status
     assert "Next:" not in status
 

@@ -1,0 +1,467 @@
+"""``A2AProvider``: an agent served over A2A (the official ``a2a-sdk``'s client) as a subagent.
+
+start = resolve the agent card (the well-known path under ``url``, or ``card_url``) + send
+the prompt as a streaming message (``message/stream``); the run is published once the agent
+has created the task (its task and context ids are kept as :attr:`A2ARun.task_id` /
+:attr:`A2ARun.context_id`; ``remote_id`` is the task id). An agent that answers with a plain
+message (no task) completes at once with that message's text.
+
+Progress: an artifact's text chunks -> text (a second artifact starts with a newline, so the
+text events add up to the output); a status update -> other (its state, and the text of its
+message when it has one); data parts -> other (their data).
+
+Outcome, from the task's final state: ``completed`` -> completed with the artifacts' text (the
+final status message's text when there is no artifact); ``failed`` / ``rejected`` -> failed
+(turn) with the status message's text; ``canceled`` -> cancelled; ``input-required`` /
+``auth-required`` -> failed (turn), saying the agent asks for input or authentication that a
+subagent run cannot give. The signal sends ``tasks/cancel`` (bounded by ``cancel_timeout``).
+A stream that ends or breaks before a final state is resubscribed (``tasks/resubscribe``)
+once; if that fails too the run settles failed (infrastructure) naming the cause.
+
+No start-time feature can be enforced on a remote agent (depth limit, tool filter) or is
+applied (persona, output schema): all are advertised off, and the service rejects such
+requests before anything is sent.
+
+The provider owns the runs' tasks: use it as ``async with A2AProvider(url, name=...)``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
+from contextlib import aclosing, asynccontextmanager, suppress
+from dataclasses import dataclass, field
+from typing import Final, final
+
+import anyio
+import httpx
+from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
+from a2a.types import (
+    AgentCard,
+    Artifact,
+    CancelTaskRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    StreamResponse,
+    SubscribeToTaskRequest,
+    Task,
+    TaskState,
+    TaskStatus,
+)
+from a2a.utils.errors import A2AError
+from google.protobuf.json_format import MessageToDict
+
+from ..protocol.jsonrpc import JsonValue
+from ._child_run import ChildProvider, ChildRun
+from .contract import (
+    CancelSignal,
+    OtherProgress,
+    ProgressEvent,
+    SubagentCapabilities,
+    SubagentOutcome,
+    SubagentRequest,
+    TextProgress,
+)
+
+__all__ = ("A2AProvider", "A2ARun", "A2ATaskView", "fetch_card", "state_name")
+
+_DISPOSE_BOUND: Final = 15.0
+"""Bound on waiting for a run's task (its cancel request and connection close) to finish."""
+
+_TAIL: Final = 5.0
+"""How long the stream may go on after a final state or a message before it is cut."""
+
+_FINAL_STATES: Final = frozenset(
+    {
+        TaskState.TASK_STATE_COMPLETED,
+        TaskState.TASK_STATE_FAILED,
+        TaskState.TASK_STATE_REJECTED,
+        TaskState.TASK_STATE_CANCELED,
+        TaskState.TASK_STATE_INPUT_REQUIRED,
+        TaskState.TASK_STATE_AUTH_REQUIRED,
+    }
+)
+"""The states that end a run (the interrupted ones too: nobody can answer them)."""
+
+
+def state_name(state: TaskState) -> str:
+    """A task state as the A2A specification spells it (``input-required``...)."""
+    name: str = TaskState.Name(state)
+    return name.removeprefix("TASK_STATE_").lower().replace("_", "-")
+
+
+def _parts_text(parts: Iterable[Part]) -> str:
+    return "".join(part.text for part in parts if part.HasField("text"))
+
+
+def _message_text(message: Message) -> str:
+    return _parts_text(message.parts)
+
+
+def _data_of(part: Part) -> Mapping[str, JsonValue] | None:
+    if not part.HasField("data"):
+        return None
+    value: JsonValue = MessageToDict(part)["data"]
+    return {"data": value}
+
+
+@final
+@dataclass
+class A2ATaskView:
+    """What the client knows of the remote task: its ids, its state, its artifacts' text."""
+
+    task_id: str = ""
+    context_id: str = ""
+    state: TaskState = TaskState.TASK_STATE_UNSPECIFIED
+    status_text: str = ""
+    artifacts: dict[str, list[str]] = field(default_factory=dict[str, list[str]])
+    """Artifact id -> its text chunks, in the order the artifacts first came."""
+
+    @property
+    def output(self) -> str:
+        """The artifacts' text (one artifact after another, separated by a newline)."""
+        return "\n".join("".join(chunks) for chunks in self.artifacts.values())
+
+    @property
+    def final(self) -> bool:
+        return self.state in _FINAL_STATES
+
+    def take_task(self, task: Task) -> None:
+        """A whole task (the first event, or a resubscription's snapshot)."""
+        self.task_id = task.id
+        self.context_id = task.context_id
+        self._take_status(task.status)
+        if task.artifacts:
+            self.artifacts = {a.artifact_id: [_parts_text(a.parts)] for a in task.artifacts}
+
+    def _take_status(self, status: TaskStatus) -> None:
+        self.state = status.state
+        if status.HasField("message"):
+            self.status_text = _message_text(status.message)
+
+    def take(self, event: StreamResponse) -> list[ProgressEvent]:
+        """Fold ``event`` in; the progress it carries."""
+        kind = event.WhichOneof("payload")
+        if kind == "task":
+            self.take_task(event.task)
+            return []
+        if kind == "status_update":
+            update = event.status_update
+            self.task_id = self.task_id or update.task_id
+            self.context_id = self.context_id or update.context_id
+            self._take_status(update.status)
+            text = _message_text(update.status.message) if update.status.HasField("message") else ""
+            return [OtherProgress(text, {"state": state_name(update.status.state)})]
+        if kind == "artifact_update":
+            update = event.artifact_update
+            self.task_id = self.task_id or update.task_id
+            self.context_id = self.context_id or update.context_id
+            return self._take_artifact(update.artifact, update.append)
+        return []
+
+    def _take_artifact(self, artifact: Artifact, append: bool) -> list[ProgressEvent]:
+        events: list[ProgressEvent] = []
+        text = _parts_text(artifact.parts)
+        known = self.artifacts.get(artifact.artifact_id)
+        if known is None:
+            if self.artifacts and text:
+                events.append(TextProgress("\n"))
+            self.artifacts[artifact.artifact_id] = [text]
+        elif append:
+            known.append(text)
+        else:
+            known[:] = [text]
+        if text:
+            events.append(TextProgress(text))
+        for part in artifact.parts:
+            data = _data_of(part)
+            if data is not None:
+                events.append(OtherProgress("", data))
+        return events
+
+
+def _outcome(view: A2ATaskView, child_id: str, cancel: CancelSignal) -> SubagentOutcome:
+    """The run's outcome from the task's final state."""
+    state = view.state
+    said = f": {view.status_text}" if view.status_text else ""
+    if state == TaskState.TASK_STATE_COMPLETED:
+        output = view.output if view.artifacts else view.status_text
+        return SubagentOutcome.completed(child_id, output)
+    if state == TaskState.TASK_STATE_CANCELED:
+        return SubagentOutcome.cancelled(child_id, cancel.reason or "the agent cancelled the task")
+    if state in (TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_REJECTED):
+        return SubagentOutcome.failed(
+            child_id, "turn", f"the agent's task ended {state_name(state)}{said}"
+        )
+    what = "input" if state == TaskState.TASK_STATE_INPUT_REQUIRED else "authentication"
+    return SubagentOutcome.failed(
+        child_id,
+        "turn",
+        f"the agent's task stopped {state_name(state)}: it asks for {what}, which a subagent "
+        f"run cannot give{said}",
+    )
+
+
+async def fetch_card(http: httpx.AsyncClient, url: str, card_url: str | None) -> AgentCard:
+    """The agent card: from ``card_url`` when given, else from the well-known path under
+    ``url``."""
+    if card_url is not None:
+        return await A2ACardResolver(http, card_url, agent_card_path="").get_agent_card()
+    return await A2ACardResolver(http, url).get_agent_card()
+
+
+@final
+class A2ARun(ChildRun["A2AProvider"]):
+    """A published A2A child: one task (or one plain message answer)."""
+
+    _dispose_bound = _DISPOSE_BOUND
+    _failures = (A2AError, httpx.HTTPError)
+
+    def __init__(
+        self,
+        provider: str,
+        progress_capacity: int,
+        child_id: str | None = None,
+        *,
+        dispose_bound: float | None = None,
+    ) -> None:
+        super().__init__(provider, progress_capacity, child_id, dispose_bound=dispose_bound)
+        self.view = A2ATaskView()
+        """The remote task as the client knows it."""
+        self._client: Client | None = None
+        self._cancel_timeout = 10.0
+        self._cancel_sent = False
+
+    @property
+    def task_id(self) -> str:
+        """The A2A task's id (empty before publication, and for a plain message answer)."""
+        return self.view.task_id
+
+    @property
+    def context_id(self) -> str:
+        """The A2A context the task belongs to."""
+        return self.view.context_id
+
+    def _child_key(self) -> str:
+        return self.view.task_id
+
+    async def _run(
+        self, provider: A2AProvider, request: SubagentRequest, cancel: CancelSignal
+    ) -> None:
+        self._cancel_timeout = provider.cancel_timeout
+        async with provider.open_client() as client:
+            self._client = client
+            message = Message(
+                role=Role.ROLE_USER,
+                message_id=os.urandom(16).hex(),
+                parts=[Part(text=request.prompt)],
+            )
+            stream = client.send_message(SendMessageRequest(message=message))
+            outcome = await self._follow(client, stream, cancel, provider.what)
+            await self._conclude(outcome)
+
+    async def _follow(
+        self,
+        client: Client,
+        stream: AsyncIterator[StreamResponse],
+        cancel: CancelSignal,
+        what: str,
+    ) -> SubagentOutcome:
+        """Read the task's events until a final state (resubscribing once when the stream
+        ends or breaks before it); the outcome."""
+        outcomes: list[SubagentOutcome] = []
+        async with anyio.create_task_group() as tg:
+
+            async def forward_cancel() -> None:
+                await cancel.wait()
+                await self._send_cancel()
+                # An agent that ignores tasks/cancel must not hold the run forever.
+                await anyio.sleep(self._cancel_timeout)
+                outcomes.append(
+                    SubagentOutcome.cancelled(
+                        self.id,
+                        f"{cancel.reason or 'cancelled'} (the agent did not confirm the cancel "
+                        f"within {self._cancel_timeout:g} s; stopped waiting)",
+                    )
+                )
+                tg.cancel_scope.cancel()
+
+            async def follow() -> None:
+                outcomes.append(await self._follow_events(client, stream, cancel, what))
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(forward_cancel)
+            tg.start_soon(follow)
+        return outcomes[0]
+
+    async def _follow_events(
+        self,
+        client: Client,
+        stream: AsyncIterator[StreamResponse],
+        cancel: CancelSignal,
+        what: str,
+    ) -> SubagentOutcome:
+        view = self.view
+        resubscribed = False
+        while True:
+            cause: BaseException | None = None
+            try:
+                answer = await self._read(stream, view)
+            except (A2AError, httpx.HTTPError) as exc:
+                if not self.published:
+                    raise
+                answer, cause = None, exc
+            if answer is not None:  # a plain message: the answer
+                return SubagentOutcome.completed(self.id, answer)
+            if view.final:
+                return _outcome(view, self.id, cancel)
+            if not self.published:
+                raise A2AError(f"{what} ended the stream before it created a task")
+            if resubscribed:
+                why = f"{type(cause).__name__}: {cause}" if cause else "the stream ended"
+                return SubagentOutcome.failed(
+                    self.id,
+                    "infrastructure",
+                    f"the stream of task {view.task_id} at {what} dropped before the task "
+                    f"ended, and again after resubscribing ({why})",
+                    cause,
+                )
+            resubscribed = True
+            stream = client.subscribe(SubscribeToTaskRequest(id=view.task_id))
+
+    async def _read(self, stream: AsyncIterator[StreamResponse], view: A2ATaskView) -> str | None:
+        """Fold the stream's events into ``view`` until it ends; the text of a plain message
+        answer, if that is what came.
+
+        The stream is read to its end (for at most :data:`_TAIL` seconds past a final state or
+        a message, then cancelled inside the read), never left between two events: the SDK's
+        client nests async generators it does not close, and one abandoned at a ``yield`` is
+        collected unfinished (trio warns of each)."""
+        answer: str | None = None
+        done = False
+        with anyio.CancelScope() as tail:
+            async with aclosing(stream):  # pyright: ignore[reportArgumentType]
+                async for event in stream:
+                    if done:
+                        continue
+                    if event.WhichOneof("payload") == "message":
+                        answer = _message_text(event.message)
+                        self._publish()
+                        if answer:
+                            self._feed.push(TextProgress(answer))
+                    else:
+                        for progress in view.take(event):
+                            self._feed.push(progress)
+                        if view.task_id and not self.published:
+                            self._publish()
+                    if answer is not None or view.final:
+                        done = True
+                        tail.deadline = anyio.current_time() + _TAIL
+        return answer
+
+    async def _send_cancel(self) -> None:
+        """``tasks/cancel`` for the task, once, bounded (a failure is only logged away: the
+        run settles anyway)."""
+        client = self._client
+        if self._cancel_sent or client is None or not self.view.task_id or self.view.final:
+            return
+        self._cancel_sent = True
+        with anyio.move_on_after(self._cancel_timeout):
+            with suppress(A2AError, httpx.HTTPError):
+                await client.cancel_task(CancelTaskRequest(id=self.view.task_id))
+
+    async def _stop_turn(self) -> None:
+        await self._send_cancel()
+
+
+@final
+class A2AProvider(ChildProvider):
+    """Runs children as tasks of the A2A agent at ``url`` (its card at the well-known path
+    under it, or at ``card_url``); ``token`` or the variable ``token_env`` is sent as a bearer
+    token, ``headers`` with every request."""
+
+    _what = "A2AProvider"
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        name: str = "a2a",
+        token: str | None = None,
+        token_env: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        card_url: str | None = None,
+        connect_timeout: float = 30.0,
+        cancel_timeout: float = 10.0,
+        progress_capacity: int = 256,
+        dispose_timeout: float | None = None,
+    ) -> None:
+        if not url.startswith(("http://", "https://")):
+            raise ValueError(f"an A2A agent's url is http(s)://...: {url!r}")
+        super().__init__(name, dispose_timeout=dispose_timeout)
+        self.url = url
+        self.token = token
+        self.token_env = token_env
+        self.headers = dict(headers or {})
+        self.card_url = card_url
+        self.connect_timeout = connect_timeout
+        """Bound on connecting and on each request other than the stream's reads."""
+        self.cancel_timeout = cancel_timeout
+        """How long ``tasks/cancel`` and its confirmation may take before the run stops
+        waiting (it settles ``cancelled`` saying so)."""
+        self._progress_capacity = progress_capacity
+
+    @property
+    def capabilities(self) -> SubagentCapabilities:
+        return SubagentCapabilities()
+
+    @property
+    def what(self) -> str:
+        """The agent, in messages: ``A2A agent at http://...``."""
+        return f"A2A agent at {self.url}"
+
+    def request_headers(self) -> dict[str, str]:
+        """The headers every request carries (``Authorization`` from the token)."""
+        headers = dict(self.headers)
+        token = self.token
+        if token is None and self.token_env is not None:
+            token = os.environ.get(self.token_env) or None
+            if token is None:
+                raise A2AError(
+                    f"{self.url} needs the token in ${self.token_env} (token_env), which is not set"
+                )
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        return headers
+
+    def http_client(self) -> httpx.AsyncClient:
+        """A fresh HTTP client with this provider's headers and bounds (the stream's reads
+        are unbounded: a task may be silent for long)."""
+        return httpx.AsyncClient(
+            headers=self.request_headers(),
+            timeout=httpx.Timeout(self.connect_timeout, read=None),
+        )
+
+    async def card(self) -> AgentCard:
+        """Resolve the agent card once (``agents --probe`` shows it)."""
+        async with self.http_client() as http:
+            return await fetch_card(http, self.url, self.card_url)
+
+    @asynccontextmanager
+    async def open_client(self) -> AsyncGenerator[Client, None]:
+        """The SDK's client on the agent's card (resolved now); closed when the block exits."""
+        async with self.http_client() as http:
+            card = await fetch_card(http, self.url, self.card_url)
+            client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
+            try:
+                yield client
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await client.close()
+
+    async def start(self, request: SubagentRequest, *, cancel: CancelSignal) -> A2ARun:
+        self._check_request(request, cancel)
+        run = self._new_run(A2ARun, request)
+        return await self._start_run(run, request, cancel, what=self.what)

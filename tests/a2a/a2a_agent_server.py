@@ -1,0 +1,183 @@
+"""An A2A agent served by the official ``a2a-sdk`` (its JSON-RPC and agent card routes in a
+Starlette app under Hypercorn), around a scripted ``AgentExecutor``, for the tests of
+``A2AProvider``: ``python a2a_agent_server.py [--token T]``.
+
+It binds 127.0.0.1 on a free port, prints ``PORT <n>`` on stdout once it listens, and serves
+until killed. The SDK's server side runs on asyncio: the tests of both anyio backends start it
+in a subprocess. ``--token T``: a request to the JSON-RPC route without
+``Authorization: Bearer T`` is answered 401 (the card stays public).
+
+The executor answers a message by its text (its first word):
+
+- ``message WORDS``: a plain agent message ``WORDS`` (no task);
+- ``slow``: a task, ``working`` with the text ``started``, then nothing until cancelled
+  (``tasks/cancel`` -> ``canceled``);
+- ``fail`` / ``reject``: a task that ends ``failed`` / ``rejected`` with a status message;
+- ``input`` / ``auth``: a task that stops ``input-required`` / ``auth-required``;
+- ``die``: a task, one artifact chunk ``partial``, then the server process exits at once;
+- ``status WORDS``: a task whose ``working`` status messages carry the words, then an
+  artifact ``done``, ``completed``;
+- anything else: a task whose text artifact streams one chunk per word of the message
+  (joined by spaces: the artifact's text is the message), then ``completed``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import sys
+from typing import Any
+
+from a2a.helpers import get_message_text, new_task_from_user_message, new_text_message
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    AgentSkill,
+    Part,
+    Role,
+    TaskState,
+)
+from a2a.utils.constants import PROTOCOL_VERSION_CURRENT
+from starlette.applications import Starlette
+from starlette.responses import PlainTextResponse
+
+Scope = dict[str, Any]
+
+
+class ScriptedExecutor(AgentExecutor):
+    """Answers each message by its first word (see the module docstring)."""
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        assert context.message is not None
+        text = get_message_text(context.message)
+        word, _, rest = text.partition(" ")
+        if word == "message":
+            await event_queue.enqueue_event(new_text_message(rest, role=Role.ROLE_AGENT))
+            return
+        task = context.current_task or new_task_from_user_message(context.message)
+        await event_queue.enqueue_event(task)
+        updater = TaskUpdater(event_queue, task.id, task.context_id)
+        await updater.start_work()
+        if word == "slow":
+            await updater.update_status(
+                TaskState.TASK_STATE_WORKING,
+                message=updater.new_agent_message([Part(text="started")]),
+            )
+            await asyncio.Event().wait()  # until cancelled
+        elif word == "fail":
+            await updater.failed(updater.new_agent_message([Part(text="it broke")]))
+        elif word == "reject":
+            await updater.reject(updater.new_agent_message([Part(text="not my job")]))
+        elif word == "input":
+            await updater.requires_input(updater.new_agent_message([Part(text="which file?")]))
+        elif word == "auth":
+            await updater.requires_auth(updater.new_agent_message([Part(text="log in first")]))
+        elif word == "die":
+            await updater.add_artifact([Part(text="partial")], artifact_id="out")
+            await asyncio.sleep(0.2)  # the chunk reaches the client first
+            os._exit(3)
+        elif word == "status":
+            for item in rest.split():
+                await updater.update_status(
+                    TaskState.TASK_STATE_WORKING,
+                    message=updater.new_agent_message([Part(text=item)]),
+                )
+            await updater.add_artifact([Part(text="done")], artifact_id="out")
+            await updater.complete()
+        else:
+            words = text.split(" ")
+            for index, item in enumerate(words):
+                chunk = item if index == 0 else f" {item}"
+                await updater.add_artifact(
+                    [Part(text=chunk)],
+                    artifact_id="out",
+                    name="answer",
+                    append=index > 0,
+                    last_chunk=index == len(words) - 1,
+                )
+            await updater.complete()
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        task = context.current_task
+        assert task is not None
+        updater = TaskUpdater(event_queue, task.id, task.context_id)
+        await updater.cancel()
+
+
+def card(port: int) -> AgentCard:
+    return AgentCard(
+        name="scripted",
+        description="A scripted A2A agent for the tests",
+        version="1.2.3",
+        supported_interfaces=[
+            AgentInterface(
+                url=f"http://127.0.0.1:{port}/a2a",
+                protocol_binding="JSONRPC",
+                protocol_version=PROTOCOL_VERSION_CURRENT,
+            )
+        ],
+        capabilities=AgentCapabilities(streaming=True),
+        default_input_modes=["text/plain"],
+        default_output_modes=["text/plain"],
+        skills=[
+            AgentSkill(id="echo", name="Echo", description="Echoes the message", tags=["test"]),
+            AgentSkill(id="fail", name="Fail", description="Fails", tags=["test"]),
+        ],
+    )
+
+
+class Gate:
+    """Answers 401 to a JSON-RPC request without the bearer token."""
+
+    def __init__(self, app: Any, token: str | None) -> None:
+        self.app = app
+        self.token = token
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if self.token is not None and scope["type"] == "http" and scope["path"] == "/a2a":
+            headers = dict(scope["headers"])
+            if headers.get(b"authorization") != f"Bearer {self.token}".encode():
+                await PlainTextResponse("unauthorized", 401)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+async def main() -> None:
+    import hypercorn.asyncio
+    from hypercorn.config import Config
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--token")
+    args = parser.parse_args()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    sock.set_inheritable(True)
+    port: int = sock.getsockname()[1]
+    agent_card = card(port)
+    handler = DefaultRequestHandler(
+        agent_executor=ScriptedExecutor(), task_store=InMemoryTaskStore(), agent_card=agent_card
+    )
+    routes = [*create_agent_card_routes(agent_card), *create_jsonrpc_routes(handler, "/a2a")]
+    config = Config()
+    config.bind = [f"fd://{sock.fileno()}"]
+    config.accesslog = None
+    config.errorlog = None
+    config.graceful_timeout = 0.5
+    app = Gate(Starlette(routes=routes), args.token)
+    sys.stdout.write(f"PORT {port}\n")
+    sys.stdout.flush()
+    await hypercorn.asyncio.serve(app, config)  # pyright: ignore[reportArgumentType]
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,102 @@
+"""A2AProvider passes the provider kit against the official ``a2a-sdk`` server (a subprocess
+around a scripted executor), on asyncio and trio."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+
+import anyio
+import anyio.abc
+import pytest
+
+from subagents.providers import SubagentRequest
+from subagents.providers.a2a import A2AProvider
+from subagents.testing import (
+    ProviderCheck,
+    ProviderCheckSkipped,
+    ProviderScenarios,
+    provider_checks,
+)
+from tests._ports import closed_port
+from tests.a2a._a2a_server import A2AServer, a2a_server
+
+pytestmark = pytest.mark.anyio
+
+SCENARIOS = ProviderScenarios(
+    good=SubagentRequest("echo hello world"),
+    good_output="echo hello world",
+    slow=SubagentRequest("slow"),
+    failing=SubagentRequest("fail"),
+    failing_kind="turn",
+    timeout=20.0,
+    quiescence_grace=3.0,
+)
+
+NOT_APPLICABLE = {
+    "a_failing_result_and_a_failing_disposal_both_surface": (
+        "an A2A run's disposal closes an HTTP client: nothing of it can be made to fail"
+    ),
+    "an_unexpected_fault_inside_one_run_fails_only_that_run": (
+        "checked with a fault injected into the provider's event mapping, "
+        "tests/a2a/test_a2a_provider.py"
+    ),
+    "dispose_never_returns_silently_with_the_child_running": (
+        "the agent runs on the server's side: disposing a run sends tasks/cancel and closes "
+        "its connection, both bounded"
+    ),
+}
+APPLICABLE = [c for c in provider_checks() if c.name not in NOT_APPLICABLE]
+
+
+@pytest.fixture
+def server() -> Iterator[A2AServer]:
+    """One server per test (a module-scoped one would need a group of its own in
+    tests/conftest.py)."""
+    with a2a_server() as running:
+        yield running
+
+
+async def _silent_listener(task_status: anyio.abc.TaskStatus[int]) -> None:
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+    port: int = listener.extra(anyio.abc.SocketAttribute.local_port)
+
+    async def hold(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            async for _ in stream:
+                pass
+
+    async with listener:
+        task_status.started(port)
+        await listener.serve(hold)
+
+
+@pytest.mark.parametrize("check", APPLICABLE, ids=lambda check: check.name)
+async def test_the_a2a_provider_passes_the_provider_kit(
+    check: ProviderCheck, server: A2AServer
+) -> None:
+    """Issue 21 point 4: "check_provider passes for A2AProvider on asyncio and trio" (the
+    rules about a failed or interrupted start: a refused port, a server that never answers
+    the card request)."""
+    async with anyio.create_task_group() as tg:
+        silent_port: int = await tg.start(_silent_listener)
+        await anyio.wait_all_tasks_blocked()
+        factories = {
+            "failure_before_publication_raises_and_leaves_nothing": (
+                lambda: A2AProvider(f"http://127.0.0.1:{closed_port()}", name="a2a"),
+                replace(SCENARIOS, failing_start=SubagentRequest("hi")),
+            ),
+            "a_signal_fired_during_start_cancels_the_start": (
+                lambda: A2AProvider(f"http://127.0.0.1:{silent_port}", name="a2a"),
+                replace(SCENARIOS, slow_start=SubagentRequest("hi")),
+            ),
+        }
+        factory, scenarios = factories.get(
+            check.name, (lambda: A2AProvider(server.url, name="a2a"), SCENARIOS)
+        )
+        try:
+            await check.run(factory, scenarios)
+        except ProviderCheckSkipped as skip:
+            pytest.fail(f"every applicable check must run: {skip}")
+        finally:
+            tg.cancel_scope.cancel()

@@ -138,6 +138,30 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         metavar="S",
         help="at shutdown, seconds cancelled turns get to be answered (default: 5)",
     )
+    a2a = parser.add_argument_group("over A2A (the a2a extra)")
+    a2a.add_argument(
+        "--a2a",
+        metavar="HOST:PORT",
+        help="serve a registry agent as an A2A agent at http://HOST:PORT/ (port 0: any free "
+        "port); --token-env, --token-file and --drain-timeout apply (TLS does not)",
+    )
+    a2a.add_argument(
+        "--agent",
+        dest="a2a_agent",
+        metavar="NAME",
+        default="spawn",
+        help="with --a2a: the registry entry to serve (default: spawn, the runtime)",
+    )
+    a2a.add_argument(
+        "--config",
+        metavar="FILE",
+        action="append",
+        default=[],
+        help="with --a2a: a registry file read after the default ones (repeatable)",
+    )
+    a2a.add_argument(
+        "--max-tasks", type=int, default=16, help="with --a2a: tasks at once (default: 16)"
+    )
     remote.add_argument(
         "agent",
         nargs=argparse.REMAINDER,
@@ -194,6 +218,13 @@ def run(args: argparse.Namespace) -> int:
     """Serve until stdin ends; 2 on bad options (one line on stderr saying why)."""
     from ..agents.runtime_agent import serve_runtime
 
+    if args.a2a is not None:
+        if args.listen is not None or _agent_command(args):
+            sys.stderr.write("subagents serve: --a2a serves a registry agent (--agent NAME)\n")
+            return 2
+        from ._serve_a2a import run_a2a
+
+        return run_a2a(args)
     if args.listen is not None:
         return _run_listen(args)
     if _agent_command(args) or args.token_env or args.token_file or args.tls_cert or args.tls_key:

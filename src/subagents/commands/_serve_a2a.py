@@ -1,0 +1,92 @@
+"""``subagents serve --a2a HOST:PORT``: a registry agent served as an A2A agent.
+
+The entry named by ``--agent`` (any provider: ACP command, Codex, Claude Code, spawn, fork)
+is built with :func:`~subagents.providers.factory.build_provider` and served by
+:func:`~subagents.remote.a2a_server.serve_a2a_http` on asyncio (the SDK's server is
+asyncio-based). When ready it writes ``listening on http://HOST:PORT/ (card: URL)`` to stderr;
+SIGTERM or SIGINT drains (turns cancelled and settled, children reaped) and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+
+if TYPE_CHECKING:
+    from ..config import AgentSpec
+
+__all__ = ("run_a2a",)
+
+
+def run_a2a(args: argparse.Namespace) -> int:
+    """Serve until SIGTERM or SIGINT, then drain; 2 on bad options (one line saying why)."""
+    try:
+        import a2a.server  # noqa: F401  # pyright: ignore[reportUnusedImport]
+        import hypercorn  # noqa: F401  # pyright: ignore[reportUnusedImport]
+    except ImportError:
+        sys.stderr.write(
+            "subagents serve: --a2a needs the a2a extra: pip install 'subagents[a2a]'\n"
+        )
+        return 2
+    from ..config import ConfigError, load_agents
+    from ..remote import RemoteServerConfigError, check_listen_address
+    from .serve import ServeConfigError, parse_listen, read_token
+
+    try:
+        host, port = parse_listen(args.a2a)
+        token = read_token(args)
+        check_listen_address(host, token)
+        if args.tls_cert is not None or args.tls_key is not None:
+            raise ServeConfigError("--a2a does not serve TLS: put a TLS proxy in front")
+        if args.max_tasks < 1:
+            raise ServeConfigError("--max-tasks must be at least 1")
+        agents = load_agents([Path(p) for p in args.config])
+        spec = agents.get(args.a2a_agent)
+        if spec is None:
+            raise ServeConfigError(
+                f"--agent {args.a2a_agent}: no such registry entry (known: {', '.join(sorted(agents))})"
+            )
+    except (ServeConfigError, RemoteServerConfigError, ConfigError, ValueError) as exc:
+        sys.stderr.write(f"subagents serve: {str(exc).removeprefix('--listen ')}\n")
+        return 2
+    try:
+        anyio.run(_serve, spec, host, port, token, args.max_tasks, args.drain_timeout)
+    except (RemoteServerConfigError, ConfigError) as exc:
+        sys.stderr.write(f"subagents serve: {exc}\n")
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+async def _serve(
+    spec: AgentSpec, host: str, port: int, token: str | None, max_tasks: int, drain: float
+) -> None:
+    from ..providers.factory import build_provider
+    from ..remote.a2a_server import serve_a2a_http
+
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with (
+            build_provider(spec) as provider,
+            serve_a2a_http(
+                provider,
+                spec,
+                host=host,
+                port=port,
+                token=token,
+                max_tasks=max_tasks,
+                drain_timeout=drain,
+            ) as server,
+        ):
+            sys.stderr.write(f"listening on {server.url} (card: {server.card_url})\n")
+            sys.stderr.flush()
+            async for signum in signals:
+                name = signal.Signals(signum).name
+                sys.stderr.write(f"subagents serve: {name}: draining\n")
+                sys.stderr.flush()
+                break

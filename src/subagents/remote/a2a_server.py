@@ -1,0 +1,456 @@
+"""Serve any provider as an A2A agent (``subagents serve --a2a``), on the official ``a2a-sdk``.
+
+::
+
+    from subagents.remote.a2a_server import serve_a2a_http
+
+    async with build_provider(spec) as provider:
+        async with serve_a2a_http(provider, spec, port=0) as server:
+            print(server.card_url)   # http://127.0.0.1:PORT/.well-known/agent-card.json
+            await anyio.sleep_forever()
+
+It lives beside the ACP server (:mod:`subagents.remote.server`) because it is the same kind of
+thing: hypercorn in-process, the same listening socket, loopback and bearer-token rules. The
+A2A side is the SDK's own: its request handler, task store, JSON-RPC and agent-card routes;
+this module adds the :class:`ProviderExecutor` (the provider behind the SDK's
+``AgentExecutor``), the agent card made from a registry entry, and the token check.
+
+One A2A task is one turn of a child. The first message of an A2A context starts a child
+(``provider.start``) and streams its progress: text as appended chunks of one artifact
+(``response``), tool activity and other events as ``working`` status messages. Its outcome
+ends the task: completed, failed (the message says why) or canceled. A later message in the
+same context continues that child when the provider is continuable (``resume_continuable``
+from the child's remote id, then ``send``: its answer arrives as one artifact, not streamed),
+else it starts a new child. ``tasks/cancel`` fires the turn's cancel signal and waits (bounded)
+for the turn to settle. At most ``max_tasks`` turns run at once; one more is rejected.
+
+The SDK's server runs on asyncio only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+from collections import OrderedDict
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, cast, final
+
+import anyio
+
+from ..providers.contract import (
+    CancelSignal,
+    ContinuableProvider,
+    Continuation,
+    ProgressEvent,
+    SubagentError,
+    SubagentOutcome,
+    SubagentProvider,
+    SubagentRequest,
+    TextProgress,
+    ToolCallProgress,
+    ToolResultProgress,
+)
+from .server import (  # the ACP server's listener and host rules, shared
+    GRACEFUL_TIMEOUT,
+    _listen,  # pyright: ignore[reportPrivateUsage]
+    _url_host,  # pyright: ignore[reportPrivateUsage]
+    check_listen_address,
+)
+
+if TYPE_CHECKING:
+    from a2a.server.agent_execution import RequestContext
+    from a2a.server.events import EventQueue
+    from a2a.server.tasks import TaskUpdater
+
+    from ..config import AgentSpec
+
+__all__ = (
+    "A2A_EXTRA_HINT",
+    "A2AServer",
+    "ProviderExecutor",
+    "agent_card_json",
+    "serve_a2a_http",
+)
+
+logger = logging.getLogger("subagents.remote.a2a")
+
+A2A_EXTRA_HINT: Final = "pip install 'subagents[a2a]'"
+CARD_PATH: Final = "/.well-known/agent-card.json"
+RESPONSE_ARTIFACT: Final = "response"
+"""The id of the artifact a turn's text streams into."""
+
+ASGIApp = Callable[[MutableMapping[str, Any], Any, Any], Awaitable[None]]
+
+
+@dataclass(slots=True)
+class _Turn:
+    signal: CancelSignal
+    settled: anyio.Event = field(default_factory=anyio.Event)
+
+
+@dataclass(slots=True)
+class _Child:
+    remote_id: str | None
+    continuation: Continuation | None = None
+
+
+@final
+class ProviderExecutor:
+    """The SDK's ``AgentExecutor`` for ``provider`` (see the module docstring for the rules).
+
+    ``max_tasks`` turns run at once (one more is rejected); ``max_contexts`` contexts are
+    remembered for continuation (the oldest is forgotten, its live child released);
+    ``cancel_timeout`` bounds how long ``tasks/cancel`` waits for the turn to settle.
+    """
+
+    def __init__(
+        self,
+        provider: SubagentProvider,
+        *,
+        max_tasks: int = 16,
+        max_contexts: int = 256,
+        cancel_timeout: float = 15.0,
+    ) -> None:
+        if max_tasks < 1 or max_contexts < 1:
+            raise ValueError("max_tasks and max_contexts must be at least 1")
+        self.provider = provider
+        self.max_tasks = max_tasks
+        self.max_contexts = max_contexts
+        self.cancel_timeout = cancel_timeout
+        self._turns: dict[str, _Turn] = {}
+        self._children: OrderedDict[str, _Child] = OrderedDict()
+        self._draining = False
+
+    @property
+    def running(self) -> int:
+        """How many turns run now."""
+        return len(self._turns)
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """Run the message as a turn of the context's child and publish its events."""
+        from a2a.helpers.proto_helpers import new_task
+        from a2a.server.tasks import TaskUpdater
+        from a2a.types import TaskState
+
+        task_id = context.task_id or ""
+        context_id = context.context_id or ""
+        if context.current_task is None:
+            history = [context.message] if context.message is not None else []
+            await event_queue.enqueue_event(
+                new_task(task_id, context_id, TaskState.TASK_STATE_SUBMITTED, history=history)
+            )
+        updater = TaskUpdater(event_queue, task_id, context_id)
+        prompt = context.get_user_input()
+        if self._draining or len(self._turns) >= self.max_tasks:
+            why = "the server is shutting down" if self._draining else "too many tasks at once"
+            await updater.reject(updater.new_agent_message([_text_part(why)]))
+            return
+        if not prompt.strip():
+            await updater.reject(updater.new_agent_message([_text_part("no text in the message")]))
+            return
+        turn = _Turn(CancelSignal())
+        self._turns[task_id] = turn
+        try:
+            outcome = await self._turn(context_id, prompt, turn.signal, updater)
+            await _finish(updater, outcome)
+        finally:
+            del self._turns[task_id]
+            turn.settled.set()
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """Fire the task's cancel signal and wait (bounded) for its turn to settle."""
+        turn = self._turns.get(context.task_id or "")
+        if turn is None:
+            return
+        turn.signal.cancel("cancelled by the A2A client")
+        with anyio.move_on_after(self.cancel_timeout):
+            await turn.settled.wait()
+
+    async def drain(self, timeout: float) -> None:
+        """Refuse new turns, cancel those running, wait (bounded) for them to settle, and
+        release the live children."""
+        self._draining = True
+        turns = list(self._turns.values())
+        for turn in turns:
+            turn.signal.cancel("the server is shutting down")
+        with anyio.move_on_after(timeout):
+            for turn in turns:
+                await turn.settled.wait()
+        children = list(self._children.values())
+        self._children.clear()
+        for child in children:
+            await _release(child)
+
+    async def _turn(
+        self, context_id: str, prompt: str, signal: CancelSignal, updater: TaskUpdater
+    ) -> SubagentOutcome | str:
+        child = self._children.get(context_id)
+        provider = self.provider
+        if (
+            child is not None
+            and child.remote_id is not None
+            and isinstance(provider, ContinuableProvider)
+        ):
+            return await self._continue(provider, child, prompt, signal, updater)
+        try:
+            run = await provider.start(SubagentRequest(prompt), cancel=signal)
+        except SubagentError as exc:
+            return exc.message
+        try:
+            await updater.start_work()
+            streamed = await _stream(run.progress(), updater)
+            outcome = await run.result()
+            self._remember(context_id, _Child(getattr(run, "remote_id", None) or None))
+            if outcome.status == "completed" and not streamed and outcome.output:
+                await _add_output(updater, outcome)
+            return outcome
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(self.cancel_timeout):
+                await run.dispose()
+
+    async def _continue(
+        self,
+        provider: ContinuableProvider,
+        child: _Child,
+        prompt: str,
+        signal: CancelSignal,
+        updater: TaskUpdater,
+    ) -> SubagentOutcome | str:
+        if child.continuation is None:
+            try:
+                child.continuation = await provider.resume_continuable(
+                    cast(str, child.remote_id), cancel=signal
+                )
+            except SubagentError as exc:
+                return exc.message
+        await updater.start_work()
+        outcome = await child.continuation.send(prompt, cancel=signal)
+        if outcome.output and outcome.status == "completed":
+            await _add_output(updater, outcome)
+        return outcome
+
+    def _remember(self, context_id: str, child: _Child) -> None:
+        self._children[context_id] = child
+        self._children.move_to_end(context_id)
+        while len(self._children) > self.max_contexts:
+            _, old = self._children.popitem(last=False)
+            if old.continuation is not None:
+                asyncio.get_running_loop().create_task(_release(old))
+
+
+async def _release(child: _Child) -> None:
+    if child.continuation is not None:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(15.0):
+            await child.continuation.dispose()
+
+
+def _text_part(text: str) -> Any:
+    from a2a.types import Part
+
+    return Part(text=text)
+
+
+async def _stream(events: AsyncIterator[ProgressEvent] | None, updater: TaskUpdater) -> bool:
+    """Publish a run's progress: text appended to the response artifact, tool activity and
+    the rest as ``working`` status messages. Whether any text was streamed."""
+    from a2a.types import TaskState
+
+    if events is None:
+        return False
+    first = True
+    async for event in events:
+        if isinstance(event, TextProgress):
+            if not event.text:
+                continue
+            await updater.add_artifact(
+                [_text_part(event.text)],
+                artifact_id=RESPONSE_ARTIFACT,
+                name=RESPONSE_ARTIFACT,
+                append=not first,
+            )
+            first = False
+            continue
+        note = _note(event)
+        if note:
+            await updater.update_status(
+                TaskState.TASK_STATE_WORKING,
+                updater.new_agent_message([_text_part(note)], metadata={"kind": event.kind}),
+            )
+    return not first
+
+
+def _note(event: object) -> str:
+    if isinstance(event, ToolCallProgress):
+        return f"tool: {event.title} ({event.status})"
+    if isinstance(event, ToolResultProgress):
+        return f"tool {event.id}: {event.status}"
+    text = getattr(event, "text", "")
+    return text if isinstance(text, str) else ""
+
+
+async def _add_output(updater: TaskUpdater, outcome: SubagentOutcome) -> None:
+    from a2a.helpers.proto_helpers import new_data_part
+
+    output = outcome.output
+    part = _text_part(output) if isinstance(output, str) else new_data_part(output)
+    await updater.add_artifact([part], artifact_id=RESPONSE_ARTIFACT, name=RESPONSE_ARTIFACT)
+
+
+async def _finish(updater: TaskUpdater, outcome: SubagentOutcome | str) -> None:
+    """End the task from the outcome (a string: the start failed, saying why)."""
+    if isinstance(outcome, str):
+        await updater.failed(updater.new_agent_message([_text_part(outcome)]))
+    elif outcome.status == "completed":
+        await updater.complete()
+    elif outcome.status == "cancelled":
+        await updater.cancel(updater.new_agent_message([_text_part(outcome.message)]))
+    else:
+        why = f"{outcome.failure_kind}: {outcome.message}"
+        await updater.failed(updater.new_agent_message([_text_part(why)]))
+
+
+def agent_card_json(spec: AgentSpec, url: str, *, token: bool) -> dict[str, Any]:
+    """The agent card for the registry entry ``spec`` served at ``url`` (A2A's JSON form)."""
+    from importlib.metadata import version
+
+    card: dict[str, Any] = {
+        "name": spec.name,
+        "description": spec.description or f"the {spec.provider} agent {spec.name!r}",
+        "version": version("subagents"),
+        "supportedInterfaces": [
+            {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+        ],
+        "capabilities": {"streaming": True, "pushNotifications": False},
+        "defaultInputModes": ["text/plain"],
+        "defaultOutputModes": ["text/plain", "application/json"],
+        "skills": [
+            {
+                "id": spec.name,
+                "name": spec.name,
+                "description": spec.description or f"delegate a task to {spec.name}",
+                "tags": [spec.provider],
+            }
+        ],
+    }
+    if token:
+        card["securitySchemes"] = {
+            "bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer"}},
+        }
+        card["securityRequirements"] = [{"schemes": {"bearer": {"list": []}}}]
+    return card
+
+
+def _bearer_guard(app: Any, token: str | None) -> ASGIApp:
+    """``app`` behind a bearer-token check (the agent card stays public, as A2A expects)."""
+    expected = f"Bearer {token}".encode() if token is not None else None
+
+    async def guarded(scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+        if expected is not None and scope["type"] == "http" and scope["path"] != CARD_PATH:
+            headers = cast("list[tuple[bytes, bytes]]", scope.get("headers", []))
+            given = next((v for k, v in headers if k == b"authorization"), b"")
+            if not hmac.compare_digest(given, expected):
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [
+                            (b"www-authenticate", b"Bearer"),
+                            (b"content-type", b"text/plain"),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": b"a bearer token is needed\n"})
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class A2AServer:
+    """A running A2A server (made by :func:`serve_a2a_http`)."""
+
+    host: str
+    port: int
+    executor: ProviderExecutor
+
+    @property
+    def url(self) -> str:
+        """The JSON-RPC endpoint, ``http://HOST:PORT/``."""
+        return f"http://{_url_host(self.host)}:{self.port}/"
+
+    @property
+    def card_url(self) -> str:
+        return f"http://{_url_host(self.host)}:{self.port}{CARD_PATH}"
+
+
+@asynccontextmanager
+async def serve_a2a_http(
+    provider: SubagentProvider,
+    spec: AgentSpec,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    token: str | None = None,
+    max_tasks: int = 16,
+    drain_timeout: float = 10.0,
+) -> AsyncGenerator[A2AServer, None]:
+    """Serve ``provider`` (an entered provider, built from ``spec``) as an A2A agent.
+
+    Raises :class:`~subagents.remote.RemoteServerConfigError` when bound beyond loopback
+    without ``token``, and ``ImportError`` naming ``subagents[a2a]`` without the SDK. Leaving
+    the block drains: new turns are rejected, running ones cancelled and settled (bounded by
+    ``drain_timeout``), then the listener closes.
+    """
+    check_listen_address(host, token)
+    try:
+        from a2a.server.request_handlers import DefaultRequestHandler
+        from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+        from a2a.server.tasks import InMemoryTaskStore
+        from a2a.types import AgentCard
+        from google.protobuf.json_format import ParseDict
+        from hypercorn.asyncio import serve as hypercorn_serve  # pyright: ignore[reportUnknownVariableType]
+        from hypercorn.config import Config
+        from starlette.applications import Starlette
+    except ImportError as exc:
+        raise ImportError(f"serving A2A needs the a2a extra: {A2A_EXTRA_HINT}") from exc
+    sock = _listen(host, port)
+    bound: int = sock.getsockname()[1]
+    executor = ProviderExecutor(provider, max_tasks=max_tasks)
+    server = A2AServer(host, bound, executor)
+    card = ParseDict(agent_card_json(spec, server.url, token=token is not None), AgentCard())
+    handler = DefaultRequestHandler(cast(Any, executor), InMemoryTaskStore(), card)
+    routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/")]
+    app = _bearer_guard(Starlette(routes=routes), token)
+    config = Config()
+    config.errorlog = logging.getLogger("subagents.remote.a2a.hypercorn")
+    config.accesslog = None
+    config.graceful_timeout = GRACEFUL_TIMEOUT
+    config.include_server_header = False
+    config.bind = [f"fd://{sock.detach()}"]
+    shutdown = anyio.Event()
+    served = anyio.Event()
+
+    async def serve() -> None:
+        try:
+            await hypercorn_serve(
+                cast(Any, app), config, shutdown_trigger=shutdown.wait, mode="asgi"
+            )
+        finally:
+            served.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(serve)
+        try:
+            yield server
+        finally:
+            with anyio.CancelScope(shield=True):
+                await executor.drain(drain_timeout)
+                shutdown.set()
+                with anyio.move_on_after(GRACEFUL_TIMEOUT + 2.0):
+                    await served.wait()
+            tg.cancel_scope.cancel()

@@ -129,6 +129,12 @@ class ProviderExecutor:
         """How many turns run now."""
         return len(self._turns)
 
+    @property
+    def contexts(self) -> dict[str, str | None]:
+        """The remembered A2A contexts: context id -> its child's remote id (an ACP session,
+        a thread...; ``None`` when the provider reports none), oldest first."""
+        return {context_id: child.remote_id for context_id, child in self._children.items()}
+
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Run the message as a turn of the context's child and publish its events."""
         from a2a.helpers.proto_helpers import new_task
@@ -228,6 +234,7 @@ class ProviderExecutor:
                 return exc.message
         await updater.start_work()
         outcome = await child.continuation.send(prompt, cancel=signal)
+        child.remote_id = child.continuation.remote_id
         if outcome.output and outcome.status == "completed":
             await _add_output(updater, outcome)
         return outcome

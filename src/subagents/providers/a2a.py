@@ -35,7 +35,9 @@ from typing import Final, final
 
 import anyio
 import httpx
-from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
+from a2a.client import A2ACardResolver
+from a2a.client.transports import ClientTransport, JsonRpcTransport, RestTransport
+from a2a.compat.v0_3.versions import is_legacy_version
 from a2a.types import (
     AgentCard,
     Artifact,
@@ -50,6 +52,7 @@ from a2a.types import (
     TaskState,
     TaskStatus,
 )
+from a2a.utils.constants import PROTOCOL_VERSION_CURRENT, VERSION_HEADER, TransportProtocol
 from a2a.utils.errors import A2AError
 from google.protobuf.json_format import MessageToDict
 
@@ -65,7 +68,14 @@ from .contract import (
     TextProgress,
 )
 
-__all__ = ("A2AProvider", "A2ARun", "A2ATaskView", "fetch_card", "state_name")
+__all__ = (
+    "A2AProvider",
+    "A2ARun",
+    "A2ATaskView",
+    "client_transport",
+    "fetch_card",
+    "state_name",
+)
 
 _DISPOSE_BOUND: Final = 15.0
 """Bound on waiting for a run's task (its cancel request and connection close) to finish."""
@@ -123,6 +133,11 @@ class A2ATaskView:
     def output(self) -> str:
         """The artifacts' text (one artifact after another, separated by a newline)."""
         return "\n".join("".join(chunks) for chunks in self.artifacts.values())
+
+    @property
+    def state_name(self) -> str:
+        """The task's state as the specification spells it (``working``, ``canceled``...)."""
+        return state_name(self.state)
 
     @property
     def final(self) -> bool:
@@ -212,6 +227,37 @@ async def fetch_card(http: httpx.AsyncClient, url: str, card_url: str | None) ->
     return await A2ACardResolver(http, url).get_agent_card()
 
 
+def client_transport(http: httpx.AsyncClient, card: AgentCard) -> ClientTransport:
+    """The SDK's transport for the first JSON-RPC or HTTP+JSON interface of ``card`` (the
+    protocol's 0.3 versions through the SDK's compatible transports).
+
+    The transport is used directly, not through the SDK's ``BaseClient``: its
+    ``send_message`` returns from an inner async generator without closing it when the agent
+    answers with a message, which leaves the transport's generators to the garbage collector
+    (trio warns of each; the HTTP response stays open until then)."""
+    http.headers.setdefault(VERSION_HEADER, PROTOCOL_VERSION_CURRENT)
+    for interface in card.supported_interfaces:
+        binding = interface.protocol_binding
+        legacy = is_legacy_version(interface.protocol_version)
+        if binding == TransportProtocol.JSONRPC:
+            if legacy:
+                from a2a.compat.v0_3.jsonrpc_transport import CompatJsonRpcTransport
+
+                return CompatJsonRpcTransport(http, card, interface.url, is_shared_httpx=True)
+            return JsonRpcTransport(http, card, interface.url, is_shared_httpx=True)
+        if binding == TransportProtocol.HTTP_JSON:
+            if legacy:
+                from a2a.compat.v0_3.rest_transport import CompatRestTransport
+
+                return CompatRestTransport(http, card, interface.url, is_shared_httpx=True)
+            return RestTransport(http, card, interface.url, is_shared_httpx=True)
+    bindings = sorted({i.protocol_binding for i in card.supported_interfaces})
+    raise A2AError(
+        f"the agent {card.name!r} offers no JSON-RPC or HTTP+JSON interface (it offers "
+        f"{bindings or 'none'})"
+    )
+
+
 @final
 class A2ARun(ChildRun["A2AProvider"]):
     """A published A2A child: one task (or one plain message answer)."""
@@ -230,7 +276,7 @@ class A2ARun(ChildRun["A2AProvider"]):
         super().__init__(provider, progress_capacity, child_id, dispose_bound=dispose_bound)
         self.view = A2ATaskView()
         """The remote task as the client knows it."""
-        self._client: Client | None = None
+        self._client: ClientTransport | None = None
         self._cancel_timeout = 10.0
         self._cancel_sent = False
 
@@ -258,13 +304,13 @@ class A2ARun(ChildRun["A2AProvider"]):
                 message_id=os.urandom(16).hex(),
                 parts=[Part(text=request.prompt)],
             )
-            stream = client.send_message(SendMessageRequest(message=message))
+            stream = client.send_message_streaming(SendMessageRequest(message=message))
             outcome = await self._follow(client, stream, cancel, provider.what)
             await self._conclude(outcome)
 
     async def _follow(
         self,
-        client: Client,
+        client: ClientTransport,
         stream: AsyncIterator[StreamResponse],
         cancel: CancelSignal,
         what: str,
@@ -298,7 +344,7 @@ class A2ARun(ChildRun["A2AProvider"]):
 
     async def _follow_events(
         self,
-        client: Client,
+        client: ClientTransport,
         stream: AsyncIterator[StreamResponse],
         cancel: CancelSignal,
         what: str,
@@ -340,26 +386,38 @@ class A2ARun(ChildRun["A2AProvider"]):
         client nests async generators it does not close, and one abandoned at a ``yield`` is
         collected unfinished (trio warns of each)."""
         answer: str | None = None
+        fault: Exception | None = None
         done = False
         with anyio.CancelScope() as tail:
             async with aclosing(stream):  # pyright: ignore[reportArgumentType]
                 async for event in stream:
                     if done:
                         continue
-                    if event.WhichOneof("payload") == "message":
-                        answer = _message_text(event.message)
-                        self._publish()
-                        if answer:
-                            self._feed.push(TextProgress(answer))
-                    else:
-                        for progress in view.take(event):
-                            self._feed.push(progress)
-                        if view.task_id and not self.published:
-                            self._publish()
-                    if answer is not None or view.final:
+                    try:
+                        answer = self._take(event, view)
+                    except Exception as exc:  # raised once the stream is closed, below
+                        fault = exc
+                    if fault is not None or answer is not None or view.final:
                         done = True
                         tail.deadline = anyio.current_time() + _TAIL
+        if fault is not None:
+            raise fault
         return answer
+
+    def _take(self, event: StreamResponse, view: A2ATaskView) -> str | None:
+        """Fold one event in (publishing the run once the task exists); the text of a plain
+        message answer."""
+        if event.WhichOneof("payload") == "message":
+            answer = _message_text(event.message)
+            self._publish()
+            if answer:
+                self._feed.push(TextProgress(answer))
+            return answer
+        for progress in view.take(event):
+            self._feed.push(progress)
+        if view.task_id and not self.published:
+            self._publish()
+        return None
 
     async def _send_cancel(self) -> None:
         """``tasks/cancel`` for the task, once, bounded (a failure is only logged away: the
@@ -450,16 +508,17 @@ class A2AProvider(ChildProvider):
             return await fetch_card(http, self.url, self.card_url)
 
     @asynccontextmanager
-    async def open_client(self) -> AsyncGenerator[Client, None]:
-        """The SDK's client on the agent's card (resolved now); closed when the block exits."""
+    async def open_client(self) -> AsyncGenerator[ClientTransport, None]:
+        """The SDK's client transport for the agent's card (resolved now: its JSON-RPC or
+        HTTP+JSON interface); closed when the block exits."""
         async with self.http_client() as http:
             card = await fetch_card(http, self.url, self.card_url)
-            client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
+            transport = client_transport(http, card)
             try:
-                yield client
+                yield transport
             finally:
                 with anyio.CancelScope(shield=True):
-                    await client.close()
+                    await transport.close()
 
     async def start(self, request: SubagentRequest, *, cancel: CancelSignal) -> A2ARun:
         self._check_request(request, cancel)

@@ -1,0 +1,227 @@
+"""A2AProvider against the official ``a2a-sdk`` server around a scripted executor (a
+subprocess on 127.0.0.1, killed by the test): each A2A task state's outcome, progress,
+cancellation, a server that dies mid-stream, the bearer token and the card URL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import anyio
+import pytest
+
+from subagents.providers import (
+    CancelSignal,
+    OtherProgress,
+    ProgressEvent,
+    SubagentOutcome,
+    SubagentRequest,
+    SubagentService,
+    SubagentStarted,
+    TextProgress,
+)
+from subagents.providers.a2a import A2AProvider, A2ARun, A2ATaskView
+from subagents.testing import ProviderScenarios, provider_checks
+from tests.a2a._a2a_server import A2AServer, a2a_server
+
+pytestmark = pytest.mark.anyio
+
+BOUND = 20.0
+
+
+@pytest.fixture
+def server() -> Iterator[A2AServer]:
+    with a2a_server() as running:
+        yield running
+
+
+async def _run(
+    provider: A2AProvider, prompt: str, cancel: CancelSignal | None = None
+) -> tuple[SubagentOutcome, list[ProgressEvent], A2ARun]:
+    """Start ``prompt``, read its progress to the end; its outcome, events and run."""
+    events: list[ProgressEvent] = []
+    with anyio.fail_after(BOUND):
+        run = await provider.start(SubagentRequest(prompt), cancel=cancel or CancelSignal())
+        feed = run.progress()
+        assert feed is not None
+        async for event in feed:
+            events.append(event)
+        outcome = await run.result()
+        await run.dispose()
+    return outcome, events, run
+
+
+async def test_a_streamed_artifact_completes_the_run_with_its_text(server: A2AServer) -> None:
+    """Issue 21 point 1: completed -> completed with the artifacts' text; artifact chunks are
+    text progress that add up to it; the task and context ids are kept, the child id is the
+    parent's."""
+    async with A2AProvider(server.url, name="remote") as provider:
+        service = SubagentService()
+        service.register(provider)
+        started: list[object] = []
+        service.subscribe(started.append)
+        with anyio.fail_after(BOUND):
+            tracked = await service.start("remote", SubagentRequest("echo one two"))
+            outcome = await tracked.result()
+            await tracked.dispose()
+        assert outcome == SubagentOutcome.completed(tracked.id, "echo one two")
+        assert tracked.id.startswith("remote:")
+        first = started[0]
+        assert isinstance(first, SubagentStarted)
+        assert first.remote_id
+        _, _, run = await _run(provider, "echo kept")
+        assert run.task_id
+        assert run.context_id
+        assert run.remote_id == run.task_id != run.id
+        _, events, _ = await _run(provider, "echo a b c")
+        texts = [e.text for e in events if isinstance(e, TextProgress)]
+        assert texts == ["echo", " a", " b", " c"]
+        states = [e.data["state"] for e in events if isinstance(e, OtherProgress) and e.data]
+        assert states == ["working", "completed"]
+
+
+async def test_a_plain_message_answer_completes_at_once(server: A2AServer) -> None:
+    """Issue 21 point 1: "an agent that answers with a plain message (no task) completes at
+    once" with the message's text."""
+    async with A2AProvider(server.url) as provider:
+        outcome, events, run = await _run(provider, "message just this")
+    assert outcome.status == "completed"
+    assert outcome.output == "just this"
+    assert events == [TextProgress("just this")]
+    assert run.task_id == ""
+
+
+async def test_status_messages_are_other_progress(server: A2AServer) -> None:
+    """Issue 21 point 1: status updates are mapped onto the progress vocabulary (other, with
+    the state and the status message's text)."""
+    async with A2AProvider(server.url) as provider:
+        outcome, events, _ = await _run(provider, "status reading writing")
+    assert outcome.output == "done"
+    others = [(e.text, e.data) for e in events if isinstance(e, OtherProgress)]
+    assert ("reading", {"state": "working"}) in others
+    assert ("writing", {"state": "working"}) in others
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("fail", "the agent's task ended failed: it broke"),
+        ("reject", "the agent's task ended rejected: not my job"),
+        (
+            "input",
+            "the agent's task stopped input-required: it asks for input, which a subagent run "
+            "cannot give: which file?",
+        ),
+        (
+            "auth",
+            "the agent's task stopped auth-required: it asks for authentication, which a "
+            "subagent run cannot give: log in first",
+        ),
+    ],
+)
+async def test_unsuccessful_states_fail_the_turn(
+    server: A2AServer, prompt: str, expected: str
+) -> None:
+    """Issue 21 point 1: failed/rejected -> failed (turn); input-required and auth-required
+    -> failed with a clear message (the status message's text included)."""
+    async with A2AProvider(server.url) as provider:
+        outcome, _, run = await _run(provider, prompt)
+    assert outcome.status == "failed"
+    assert outcome.failure_kind == "turn"
+    assert outcome.message == expected
+    assert outcome.child_id == run.id
+
+
+async def test_the_signal_cancels_the_remote_task(server: A2AServer) -> None:
+    """Issue 21 point 1: "the cancel signal -> tasks/cancel, bounded": the agent confirms,
+    the remote task ends canceled and the run settles cancelled with the streamed text."""
+    async with A2AProvider(server.url) as provider:
+        signal = CancelSignal()
+        with anyio.fail_after(BOUND):
+            run = await provider.start(SubagentRequest("slow"), cancel=signal)
+            feed = run.progress()
+            assert feed is not None
+            async for event in feed:  # "started": the executor is waiting
+                if isinstance(event, OtherProgress) and event.text == "started":
+                    break
+            started = anyio.current_time()
+            signal.cancel("enough")
+            outcome = await run.result()
+            elapsed = anyio.current_time() - started
+            await run.dispose()
+    assert outcome.status == "cancelled"
+    assert outcome.message == "enough"
+    assert run.view.state_name == "canceled"
+    assert elapsed < provider.cancel_timeout
+
+
+async def test_a_server_that_dies_mid_stream_fails_the_run_naming_the_cause() -> None:
+    """Issue 21 point 1: "a stream that drops mid-task -> resubscribe once, then failed
+    (infrastructure) naming the cause"; the text streamed before is the partial output."""
+    with a2a_server() as server:
+        async with A2AProvider(server.url) as provider:
+            outcome, events, run = await _run(provider, "die")
+    assert TextProgress("partial") in events
+    assert outcome.status == "failed"
+    assert outcome.failure_kind == "infrastructure"
+    assert f"the stream of task {run.task_id} at A2A agent at {server.url}" in outcome.message
+    assert "again after resubscribing" in outcome.message
+    assert outcome.cause is not None
+    assert type(outcome.cause).__name__ in outcome.message
+    assert outcome.partial_output == "partial"
+
+
+async def test_the_bearer_token_comes_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 21 point 1/3: auth headers from the registry, a token from an environment
+    variable; without it the agent's 401 fails the start."""
+    with a2a_server("--token", "s3cret") as server:
+        monkeypatch.setenv("A2A_TEST_TOKEN", "s3cret")
+        async with A2AProvider(server.url, token_env="A2A_TEST_TOKEN") as provider:
+            outcome, _, _ = await _run(provider, "echo authorised")
+        assert outcome.output == "echo authorised"
+        async with A2AProvider(server.url) as provider:
+            with anyio.fail_after(BOUND), pytest.raises(Exception, match="401"):
+                await provider.start(SubagentRequest("echo no"), cancel=CancelSignal())
+        monkeypatch.delenv("A2A_TEST_TOKEN")
+        async with A2AProvider(server.url, token_env="A2A_TEST_TOKEN") as provider:
+            with anyio.fail_after(BOUND), pytest.raises(Exception, match="A2A_TEST_TOKEN"):
+                await provider.start(SubagentRequest("echo no"), cancel=CancelSignal())
+
+
+async def test_the_card_can_come_from_a_card_url(server: A2AServer) -> None:
+    """Issue 21 point 1: discovery from the well-known path, or a card URL."""
+    card_url = f"{server.url}/.well-known/agent-card.json"
+    async with A2AProvider("http://127.0.0.1:9/unused", card_url=card_url) as provider:
+        card = await provider.card()
+        outcome, _, _ = await _run(provider, "echo via card")
+    assert card.name == "scripted"
+    assert card.version == "1.2.3"
+    assert outcome.output == "echo via card"
+
+
+async def test_an_unexpected_fault_fails_only_its_run(
+    server: A2AServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 21 point 1 (the kit's fault isolation rule): a fault in the event mapping
+    settles that run failed (infrastructure) and leaves its siblings working."""
+    take = A2ATaskView.take
+
+    def faulty(view: A2ATaskView, event: object) -> list[ProgressEvent]:
+        if event.WhichOneof("payload") == "artifact_update" and "boom" in str(event):  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
+            raise RuntimeError("injected fault")
+        return take(view, event)  # pyright: ignore[reportArgumentType]
+
+    monkeypatch.setattr(A2ATaskView, "take", faulty)
+    check = next(
+        c
+        for c in provider_checks()
+        if c.name == "an_unexpected_fault_inside_one_run_fails_only_that_run"
+    )
+    scenarios = ProviderScenarios(
+        good=SubagentRequest("echo fine"),
+        slow=SubagentRequest("slow"),
+        crashing=SubagentRequest("echo boom"),
+        timeout=BOUND,
+    )
+    await check.run(lambda: A2AProvider(server.url), scenarios)

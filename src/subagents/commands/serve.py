@@ -19,6 +19,12 @@ agent per remote connection: the runtime, or any stdio ACP agent given after ``-
 
 When ready it writes ``listening on http://HOST:PORT/acp`` to stderr; SIGTERM or SIGINT
 drains (turns cancelled and answered, streams closed, agent processes reaped) and exits 0.
+
+With ``--a2a HOST:PORT`` a registry entry (``--agent NAME``, default ``spawn``; ``--config
+FILE`` adds registry files) is served as an A2A agent instead (the ``a2a`` extra;
+:mod:`subagents.commands._serve_a2a`, :mod:`subagents.remote.a2a_server`)::
+
+    subagents serve --a2a 127.0.0.1:0 --agent reference
 """
 
 from __future__ import annotations

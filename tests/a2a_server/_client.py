@@ -37,6 +37,10 @@ class Turn:
     """Each status update's state name (``TASK_STATE_WORKING``...)."""
     final_message: str = ""
     """The text of the last status update's message."""
+    notes: list[str] = field(default_factory=list[str])
+    """The text of every status update's message."""
+    data: list[Any] = field(default_factory=list[Any])
+    """The data parts of the artifact updates (as JSON values)."""
 
     @property
     def text(self) -> str:
@@ -59,6 +63,12 @@ async def a2a_client(url: str, token: str | None = None) -> AsyncIterator[Any]:
             yield client
         finally:
             await client.close()
+
+
+def _json(value: Any) -> Any:
+    from google.protobuf.json_format import MessageToDict
+
+    return MessageToDict(value)
 
 
 def _state_name(state: int) -> str:
@@ -90,8 +100,11 @@ async def send(
             turn.task_id, turn.context_id = update.task_id, update.context_id
             turn.states.append(_state_name(update.status.state))
             turn.final_message = "".join(p.text for p in update.status.message.parts)
+            turn.notes.append(turn.final_message)
         elif event.HasField("artifact_update"):
-            turn.chunks.append("".join(p.text for p in event.artifact_update.artifact.parts))
+            parts = event.artifact_update.artifact.parts
+            turn.chunks.append("".join(p.text for p in parts))
+            turn.data.extend(_json(p.data) for p in parts if p.HasField("data"))
             if on_chunk is not None:
                 await on_chunk(turn)
         elif event.HasField("message"):

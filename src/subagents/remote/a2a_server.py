@@ -323,12 +323,14 @@ def agent_card_json(spec: AgentSpec, url: str, *, token: bool) -> dict[str, Any]
     """The agent card for the registry entry ``spec`` served at ``url`` (A2A's JSON form)."""
     from importlib.metadata import version
 
+    from a2a.utils.constants import PROTOCOL_VERSION_CURRENT
+
     card: dict[str, Any] = {
         "name": spec.name,
         "description": spec.description or f"the {spec.provider} agent {spec.name!r}",
         "version": version("subagents"),
         "supportedInterfaces": [
-            {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+            {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": PROTOCOL_VERSION_CURRENT}
         ],
         "capabilities": {"streaming": True, "pushNotifications": False},
         "defaultInputModes": ["text/plain"],

@@ -103,8 +103,9 @@ async def _until(condition: Callable[[], bool], bound: float = 10.0) -> None:
 async def test_a2a_client_to_serve_a2a_to_an_acp_agent(tmp_path: Path) -> None:
     """Issue 21 point 5: A2A client -> serve --a2a (a real process) -> the ACP agent:
     the agent's text streams through, a cancel reaches the agent (its own 'cancelled after'
-    chunk comes back) and its process is reaped; a turn running at SIGTERM is cancelled, the
-    server exits 0 and no agent process is left."""
+    chunk comes back) and its process is reaped; a later message in a context continues its
+    child; a turn running at SIGTERM is cancelled, the server exits 0 and no agent process
+    (the running turn's, the continued child's) is left."""
     started = time.monotonic()
     async with serve_a2a(tmp_path) as served:
         server = served.process.pid
@@ -132,6 +133,16 @@ async def test_a2a_client_to_serve_a2a_to_an_acp_agent(tmp_path: Path) -> None:
             assert cancelled.final == "TASK_STATE_CANCELED"
             assert agents, "the server ran no agent process"
             await _until(lambda: not children(server))
+
+            # A later message in the first context continues its child: the agent process
+            # that loaded the session stays up, for the shutdown to release.
+            with anyio.fail_after(30):
+                again = await send(client, "echo again", context_id=streamed.context_id)
+            assert again.text == "echo again"
+            assert again.final == "TASK_STATE_COMPLETED"
+            held = children(server)
+            assert held, "the continued child has no agent process"
+            agents.update(held)
 
             # SIGTERM while a turn runs: the turn is cancelled, the agent reaped, exit 0.
             running = anyio.Event()

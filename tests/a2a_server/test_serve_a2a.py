@@ -74,6 +74,21 @@ async def test_the_card_is_made_from_the_registry_entry() -> None:
 
 
 @pytest.mark.anyio
+async def test_the_card_names_the_public_url_when_given() -> None:
+    """Issue 21 point 2: behind a proxy or another host name, the card names the endpoint
+    clients reach (public_url), not the address the server listens on."""
+    async with (
+        build_provider(REFERENCE) as provider,
+        serve_a2a_http(
+            provider, REFERENCE, port=0, public_url="https://agents.example/ref/"
+        ) as server,
+        httpx.AsyncClient() as http,
+    ):
+        card = (await http.get(server.card_url)).json()
+    assert card["supportedInterfaces"][0]["url"] == "https://agents.example/ref/"
+
+
+@pytest.mark.anyio
 async def test_a_turn_streams_its_text_and_completes() -> None:
     """Issue 21 point 2: a message starts a run on the provider; its text streams as artifact
     updates (chunk by chunk) and the task ends completed."""

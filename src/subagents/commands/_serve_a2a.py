@@ -48,14 +48,17 @@ def run_a2a(args: argparse.Namespace) -> int:
         agents = load_agents([Path(p) for p in args.config])
         spec = agents.get(args.a2a_agent)
         if spec is None:
+            known = ", ".join(sorted(agents))
             raise ServeConfigError(
-                f"--agent {args.a2a_agent}: no such registry entry (known: {', '.join(sorted(agents))})"
+                f"--agent {args.a2a_agent}: no such registry entry (known: {known})"
             )
     except (ServeConfigError, RemoteServerConfigError, ConfigError, ValueError) as exc:
         sys.stderr.write(f"subagents serve: {str(exc).removeprefix('--listen ')}\n")
         return 2
     try:
-        anyio.run(_serve, spec, host, port, token, args.max_tasks, args.drain_timeout)
+        anyio.run(
+            _serve, spec, host, port, token, args.max_tasks, args.drain_timeout, args.public_url
+        )
     except (RemoteServerConfigError, ConfigError) as exc:
         sys.stderr.write(f"subagents serve: {exc}\n")
         return 2
@@ -65,7 +68,13 @@ def run_a2a(args: argparse.Namespace) -> int:
 
 
 async def _serve(
-    spec: AgentSpec, host: str, port: int, token: str | None, max_tasks: int, drain: float
+    spec: AgentSpec,
+    host: str,
+    port: int,
+    token: str | None,
+    max_tasks: int,
+    drain: float,
+    public_url: str | None,
 ) -> None:
     from ..providers.factory import build_provider
     from ..remote.a2a_server import serve_a2a_http

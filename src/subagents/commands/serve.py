@@ -166,6 +166,12 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         help="with --a2a: a registry file read after the default ones (repeatable)",
     )
     a2a.add_argument(
+        "--public-url",
+        metavar="URL",
+        help="with --a2a: the endpoint the agent card names (default: http://HOST:PORT/); "
+        "give it when clients reach the server by another name or through a proxy",
+    )
+    a2a.add_argument(
         "--max-tasks", type=int, default=16, help="with --a2a: tasks at once (default: 16)"
     )
     remote.add_argument(

@@ -407,13 +407,16 @@ async def serve_a2a_http(
     token: str | None = None,
     max_tasks: int = 16,
     drain_timeout: float = 10.0,
+    public_url: str | None = None,
 ) -> AsyncGenerator[A2AServer, None]:
     """Serve ``provider`` (an entered provider, built from ``spec``) as an A2A agent.
 
     Raises :class:`~subagents.remote.RemoteServerConfigError` when bound beyond loopback
     without ``token``, and ``ImportError`` naming ``subagents[a2a]`` without the SDK. Leaving
     the block drains: new turns are rejected, running ones cancelled and settled (bounded by
-    ``drain_timeout``), then the listener closes.
+    ``drain_timeout``), then the listener closes. The card names ``public_url`` as the
+    agent's endpoint when given (what clients elsewhere reach: a proxy's, a host name), else
+    the address it listens on.
     """
     check_listen_address(host, token)
     try:
@@ -428,10 +431,15 @@ async def serve_a2a_http(
     except ImportError as exc:
         raise ImportError(f"serving A2A needs the a2a extra: {A2A_EXTRA_HINT}") from exc
     sock = _listen(host, port)
-    bound: int = sock.getsockname()[1]
-    executor = ProviderExecutor(provider, max_tasks=max_tasks)
-    server = A2AServer(host, bound, executor)
-    card = ParseDict(agent_card_json(spec, server.url, token=token is not None), AgentCard())
+    try:
+        bound: int = sock.getsockname()[1]
+        server = A2AServer(host, bound, ProviderExecutor(provider, max_tasks=max_tasks))
+        advertised = public_url or server.url
+        card = ParseDict(agent_card_json(spec, advertised, token=token is not None), AgentCard())
+    except BaseException:
+        sock.close()
+        raise
+    executor = server.executor
     handler = DefaultRequestHandler(cast(Any, executor), InMemoryTaskStore(), card)
     routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/")]
     app = _bearer_guard(Starlette(routes=routes), token)

@@ -3,7 +3,7 @@
 An entry says how to run one agent as a subagent::
 
     [agents.my-agent]
-    provider = "acp"                      # acp | codex | claude-code | spawn | fork | a plugin
+    provider = "acp"                  # acp | a2a | codex | claude-code | spawn | fork | a plugin
     command = ["node", "agent.js", "--acp"]  # a list of words ("node agent.js" is refused)
     args = ["--verbose"]                  # appended to the command (also a list)
     url = "https://build-box:8000/acp"    # acp only, instead of a command: an agent served
@@ -13,6 +13,8 @@ An entry says how to run one agent as a subagent::
                                           # to the least busy one (a SpreadProvider)
     token_env = "BUILD_BOX_TOKEN"         # with url or urls: the variable holding the bearer
                                           # token (the same for every URL)
+    # provider = "a2a" takes url (http(s)://, where its agent card is served, at the
+    # well-known path) and token_env; options.card_url names a card elsewhere
     env = { MY_AGENT_HOME = "/srv/agent" }
     cwd = "/work"
     model = "some-model"                  # codex, claude-code, spawn/fork (with an adapter)
@@ -75,7 +77,7 @@ __all__ = (
 )
 
 Permission: TypeAlias = Literal["ask", "allow", "deny"]
-BUILTIN_PROVIDERS: Final = ("acp", "codex", "claude-code", "spawn", "fork")
+BUILTIN_PROVIDERS: Final = ("acp", "a2a", "codex", "claude-code", "spawn", "fork")
 DEFAULT_FIRST_EVENT_TIMEOUT: Final = 120.0
 """Seconds a run waits for an agent's first event by default (``first_event_timeout``)."""
 _ID: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -211,6 +213,11 @@ def _entry(name: str, data: Mapping[str, Any], source: str) -> AgentSpec:
     command = _str_list(data.get("command", []), f"{where}.command", "command")
     command += _str_list(data.get("args", []), f"{where}.args", "args")
     url, urls, token_env = _url_fields(data, where, provider, command)
+    if provider == "a2a" and url is None:
+        raise ConfigError(
+            f"{where}: provider 'a2a' needs the agent's url",
+            hint='url = "http://host:9999" (its agent card is at the well-known path under it)',
+        )
     if provider in ("acp", "codex", "claude-code") and not command and url is None and not urls:
         raise ConfigError(
             f"{where}: provider {provider!r} needs a command"
@@ -299,7 +306,9 @@ def _url_fields(
                 f"{where}: give url (one server) or urls (several), not both",
                 hint=f"put every server in urls and drop url: urls = {_toml_value([url, *urls])}",
             )
-    if url is not None or urls:
+    if provider == "a2a":
+        _a2a_url_fields(url, urls, command, where)
+    elif url is not None or urls:
         key = "url" if url is not None else "urls"
         if provider != "acp":
             raise ConfigError(
@@ -324,6 +333,27 @@ def _url_fields(
                 "or drop token_env",
             )
     return url, urls, token_env
+
+
+def _a2a_url_fields(
+    url: str | None, urls: tuple[str, ...], command: tuple[str, ...], where: str
+) -> None:
+    """An ``a2a`` entry: one ``http(s)://`` url, no urls, no command."""
+    if urls:
+        raise ConfigError(
+            f"{where}.urls: an a2a entry takes one url (its agent card names the endpoint)",
+            hint=f"url = {_toml_value(urls[0])}",
+        )
+    if command:
+        raise ConfigError(
+            f"{where}: an a2a entry takes a url, not a command",
+            hint="an A2A agent is already running: give the url its card is served under",
+        )
+    if url is not None and not url.startswith(("http://", "https://")):
+        raise ConfigError(
+            f"{where}.url: an A2A agent is reached over http:// or https://, not {url!r}",
+            hint='url = "http://host:9999"',
+        )
 
 
 _URLS_HINT: Final = 'urls = ["http://a:8000/acp", "ws://b:8000/acp"] (one server: url = "...")'

@@ -1,8 +1,8 @@
 """Providers from registry entries: the built-in kinds and plugins.
 
 :func:`build_provider` turns an :class:`~subagents.config.AgentSpec` into a provider (use it
-as ``async with provider``): ``acp``, ``codex``, ``claude-code``, ``spawn`` and ``fork`` are
-built in; any other ``provider`` name is looked up in the entry-point group
+as ``async with provider``): ``acp``, ``a2a``, ``codex``, ``claude-code``, ``spawn`` and
+``fork`` are built in; any other ``provider`` name is looked up in the entry-point group
 ``subagents.providers``. A plugin's entry point names a factory, called as
 ``factory(spec, context)`` and returning a provider: the loaded object itself is called (an
 instance carrying its own dependencies keeps them: nothing is re-instantiated, copied or
@@ -198,6 +198,10 @@ def build_provider(spec: AgentSpec, context: BuildContext | None = None) -> Mana
             async with run:
                 outcome = await run.result()
 
+    An ``a2a`` entry is an :class:`~subagents.providers.a2a.A2AProvider` on its ``url``
+    (``token_env`` its bearer token, ``options.card_url`` a card elsewhere than the
+    well-known path); it needs the ``a2a`` extra (``subagents[a2a]``).
+
     An ``acp`` entry with ``urls`` is a :class:`~subagents.providers.spread.SpreadProvider`
     over one :class:`~subagents.providers.acp.AcpProvider` per URL, in the entry's order (each
     run on the least busy server; a server that cannot start it is skipped for the next).
@@ -231,6 +235,8 @@ def build_provider(spec: AgentSpec, context: BuildContext | None = None) -> Mana
 
             return SpreadProvider(spec.name, [acp_provider(url) for url in spec.urls])
         return acp_provider(spec.url or spec.command)
+    if kind == "a2a":
+        return _a2a_provider(spec)
     if kind == "codex":
         from .codex import CodexProvider
 
@@ -291,10 +297,33 @@ def build_provider(spec: AgentSpec, context: BuildContext | None = None) -> Mana
     plugins = plugin_factories()
     entry_point = plugins.get(kind)
     if entry_point is None:
-        known = ", ".join(["acp", "codex", "claude-code", "spawn", "fork", *sorted(plugins)])
+        known = ", ".join(["acp", "a2a", "codex", "claude-code", "spawn", "fork", *sorted(plugins)])
         raise UnknownProviderKind(
             f"{spec.name}: no provider kind {kind!r} (known: {known}); a plugin provides one "
             f"through the entry-point group {ENTRY_POINT_GROUP!r}"
         )
     factory = cast(ProviderFactory, entry_point.load())
     return factory(spec, context)
+
+
+def _a2a_provider(spec: AgentSpec) -> ManagedProvider:
+    """An ``a2a`` entry's provider (a ConfigError when the ``a2a`` extra is missing)."""
+    from ..config import ConfigError
+
+    try:
+        from .a2a import A2AProvider
+    except ImportError as exc:
+        raise ConfigError(
+            f"{spec.name}: provider 'a2a' needs the a2a-sdk package ({exc})",
+            hint="pip install 'subagents[a2a]'",
+        ) from exc
+    if spec.url is None:
+        raise ConfigError(f"{spec.name}: provider 'a2a' needs the agent's url")
+    card_url = spec.options.get("card_url")
+    return A2AProvider(
+        spec.url,
+        name=spec.name,
+        token_env=spec.token_env,
+        card_url=str(card_url) if card_url is not None else None,
+        connect_timeout=spec.startup_timeout,
+    )

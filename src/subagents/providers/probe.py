@@ -109,6 +109,9 @@ class ProbeResult:
     members: tuple[ProbeResult, ...] = ()
     """For an entry with ``urls``: each URL's own result, in the entry's order (the entry's
     ``status`` is ``ok`` only when every one is; else the first one's that is not)."""
+    card: Mapping[str, object] | None = None
+    """For an ``a2a`` entry: what its agent card says (``name``, ``version``, ``skills`` as
+    ``{id, name}``, ``streaming``)."""
 
     @property
     def not_ready(self) -> NotReady | None:
@@ -136,6 +139,7 @@ class ProbeResult:
             "hint": self.hint or None,
             "url": self.url,
             "members": [member.to_json() for member in self.members],
+            "card": dict(self.card) if self.card is not None else None,
         }
 
 
@@ -449,8 +453,74 @@ ChildProbe: TypeAlias = Callable[
 """The probe of an out-of-process kind: ``(spec, timeout, login)`` to what it found and the
 model API the agent would use (None when it is not ready or cannot say)."""
 
+
+async def _probe_a2a(
+    spec: AgentSpec, timeout: float, login: NotReady | None
+) -> tuple[ProbeResult, ModelApi | None]:
+    """An ``a2a`` entry: fetch its agent card (``unreachable``, ``needs credentials`` on a 401
+    or 403, else ``ok`` with the card's name, version, skills and streaming support)."""
+    del login
+    try:
+        from a2a.client.errors import AgentCardResolutionError
+
+        from .a2a import A2AProvider
+    except ImportError as exc:
+        return ProbeResult(spec.name, spec.provider, "failed", _reason(exc)), None
+    if spec.url is None:
+        return ProbeResult(spec.name, spec.provider, "failed", "no url"), None
+    card_url = spec.options.get("card_url")
+    provider = A2AProvider(
+        spec.url,
+        name=spec.name,
+        token_env=spec.token_env,
+        card_url=str(card_url) if card_url is not None else None,
+        connect_timeout=timeout,
+    )
+    started = time.monotonic()
+    try:
+        with anyio.fail_after(timeout):
+            card = await provider.card()
+    except AgentCardResolutionError as exc:
+        if exc.status_code in (401, 403):
+            hint = (
+                'the agent wants a token: set token_env = "VARIABLE" holding it'
+                if spec.token_env is None
+                else f"set ${spec.token_env} to a token the agent accepts"
+            )
+            return ProbeResult(
+                spec.name, spec.provider, "needs credentials", _reason(exc), hint=hint
+            ), None
+        status: ProbeStatus = "unreachable" if exc.status_code is None else "failed"
+        hint = f"start the A2A agent at {spec.url}, or fix the entry's url"
+        return ProbeResult(spec.name, spec.provider, status, _reason(exc), hint=hint), None
+    start_ms = _ms(started)
+    streaming = bool(card.capabilities.streaming)
+    skills = [{"id": skill.id, "name": skill.name} for skill in card.skills]
+    summary = (
+        f"card {card.name}",
+        "streaming" if streaming else "no streaming",
+        "skills " + (" ".join(skill.id for skill in card.skills) or "none"),
+    )
+    found = ProbeResult(
+        spec.name,
+        spec.provider,
+        "ok",
+        version=card.version or None,
+        capabilities=summary,
+        start_ms=start_ms,
+        card={
+            "name": card.name,
+            "version": card.version,
+            "skills": skills,
+            "streaming": streaming,
+        },
+    )
+    return found, None
+
+
 CHILD_PROBES: Final[Mapping[str, ChildProbe]] = {
     "acp": _probe_acp,
+    "a2a": _probe_a2a,
     "codex": _probe_codex,
     "claude-code": _probe_claude,
 }

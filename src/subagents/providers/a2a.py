@@ -1,10 +1,10 @@
 """``A2AProvider``: an agent served over A2A (the official ``a2a-sdk``'s client) as a subagent.
 
 start = resolve the agent card (the well-known path under ``url``, or ``card_url``) + send
-the prompt as a streaming message (``SendStreamingMessage``; ``message/stream`` in 0.3); the run is published once the agent
-has created the task (its task and context ids are kept as :attr:`A2ARun.task_id` /
-:attr:`A2ARun.context_id`; ``remote_id`` is the task id). An agent that answers with a plain
-message (no task) completes at once with that message's text.
+the prompt as a streaming message (``SendStreamingMessage``; ``message/stream`` in 0.3); the
+run is published once the agent has created the task (its task and context ids are kept as
+:attr:`A2ARun.task_id` / :attr:`A2ARun.context_id`; ``remote_id`` is the task id). An agent
+that answers with a plain message (no task) completes at once with that message's text.
 
 Progress: an artifact's text chunks -> text (a second artifact starts with a newline, so the
 text events add up to the output); a status update -> other (its state, and the text of its
@@ -14,13 +14,14 @@ Outcome, from the task's final state: ``completed`` -> completed with the artifa
 final status message's text when there is no artifact); ``failed`` / ``rejected`` -> failed
 (turn) with the status message's text; ``canceled`` -> cancelled; ``input-required`` /
 ``auth-required`` -> failed (turn), saying the agent asks for input or authentication that a
-subagent run cannot give. The signal sends ``CancelTask`` (``tasks/cancel``), bounded by ``cancel_timeout``.
-A stream that ends or breaks before a final state is resubscribed (``SubscribeToTask``)
-once; if that fails too the run settles failed (infrastructure) naming the cause.
+subagent run cannot give. The signal sends ``CancelTask`` (``tasks/cancel``), bounded by
+``cancel_timeout``. A stream that ends or breaks before a final state is resubscribed
+(``SubscribeToTask``) once; if that fails too the run settles failed (infrastructure) naming
+the cause.
 
 No start-time feature can be enforced on a remote agent (depth limit, tool filter) or is
 applied (persona, output schema): all are advertised off, and the service rejects such
-requests before anything is sent.
+requests before anything is sent. Children are not continuable (yet).
 
 The provider owns the runs' tasks: use it as ``async with A2AProvider(url, name=...)``.
 """

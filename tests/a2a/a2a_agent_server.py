@@ -15,6 +15,8 @@ The executor answers a message by its text (its first word):
 - ``fail`` / ``reject``: a task that ends ``failed`` / ``rejected`` with a status message;
 - ``input`` / ``auth``: a task that stops ``input-required`` / ``auth-required``;
 - ``die``: a task, one artifact chunk ``partial``, then the server process exits at once;
+- ``recall``: a task whose artifact is the earlier messages of the same context (``contextId``),
+  joined by `` | `` (``nothing`` for none);
 - ``status WORDS``: a task whose ``working`` status messages carry the words, then an
   artifact ``done``, ``completed``;
 - anything else: a task whose text artifact streams one chunk per word of the message
@@ -55,10 +57,16 @@ Scope = dict[str, Any]
 class ScriptedExecutor(AgentExecutor):
     """Answers each message by its first word (see the module docstring)."""
 
+    def __init__(self) -> None:
+        self.seen: dict[str, list[str]] = {}
+        """Context id -> the messages received in it, in order."""
+
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         assert context.message is not None
         text = get_message_text(context.message)
         word, _, rest = text.partition(" ")
+        earlier = list(self.seen.get(context.context_id or "", []))
+        self.seen.setdefault(context.context_id or "", []).append(text)
         if word == "message":
             await event_queue.enqueue_event(new_text_message(rest, role=Role.ROLE_AGENT))
             return
@@ -84,6 +92,10 @@ class ScriptedExecutor(AgentExecutor):
             await updater.add_artifact([Part(text="partial")], artifact_id="out")
             await asyncio.sleep(0.2)  # the chunk reaches the client first
             os._exit(3)
+        elif word == "recall":
+            recalled = " | ".join(earlier) or "nothing"
+            await updater.add_artifact([Part(text=recalled)], artifact_id="out")
+            await updater.complete()
         elif word == "status":
             for item in rest.split():
                 await updater.update_status(

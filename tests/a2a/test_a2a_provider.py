@@ -11,6 +11,7 @@ import pytest
 
 from subagents.providers import (
     CancelSignal,
+    ContinuableProvider,
     OtherProgress,
     ProgressEvent,
     SubagentOutcome,
@@ -225,3 +226,31 @@ async def test_an_unexpected_fault_fails_only_its_run(
         timeout=BOUND,
     )
     await check.run(lambda: A2AProvider(server.url), scenarios)
+
+
+async def test_later_messages_continue_the_same_context(server: A2AServer) -> None:
+    """Issue 21 point 1: "continuable children over the same contextId (later messages; cold
+    resume by id)": the agent sees the earlier messages of the context, from the same
+    conversation and from a cold resume in another provider."""
+    async with A2AProvider(server.url) as provider:
+        assert isinstance(provider, ContinuableProvider)
+        with anyio.fail_after(BOUND):
+            conversation = await provider.prepare_continuable(
+                SubagentRequest("echo first"), cancel=CancelSignal()
+            )
+            assert conversation.outcomes[0].output == "echo first"
+            second = await conversation.send("recall")
+            context_id = conversation.remote_id
+            child_id = conversation.id
+            await conversation.dispose()
+    assert second == SubagentOutcome.completed(child_id, "echo first")
+    assert context_id
+    async with A2AProvider(server.url) as again:
+        with anyio.fail_after(BOUND):
+            resumed = await again.resume_continuable(
+                context_id, cancel=CancelSignal(), child_id=child_id
+            )
+            third = await resumed.send("recall")
+            await resumed.dispose()
+    assert third == SubagentOutcome.completed(child_id, "echo first | recall")
+    assert resumed.remote_id == context_id

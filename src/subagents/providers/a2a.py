@@ -21,7 +21,8 @@ the cause.
 
 No start-time feature can be enforced on a remote agent (depth limit, tool filter) or is
 applied (persona, output schema): all are advertised off, and the service rejects such
-requests before anything is sent. Children are not continuable (yet).
+requests before anything is sent. Children are continuable: each later message goes to the
+same A2A context (``contextId``), a new task of the agent.
 
 The provider owns the runs' tasks: use it as ``async with A2AProvider(url, name=...)``.
 """
@@ -29,7 +30,7 @@ The provider owns the runs' tasks: use it as ``async with A2AProvider(url, name=
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
 from contextlib import aclosing, asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Final, final
@@ -58,7 +59,7 @@ from a2a.utils.errors import A2AError
 from google.protobuf.json_format import MessageToDict
 
 from ..protocol.jsonrpc import JsonValue
-from ._child_run import ChildProvider, ChildRun
+from ._child_run import ChildConversation, ChildProvider, ChildRun
 from .contract import (
     CancelSignal,
     OtherProgress,
@@ -68,8 +69,10 @@ from .contract import (
     SubagentRequest,
     TextProgress,
 )
+from .progress import ProgressFeed
 
 __all__ = (
+    "A2AConversation",
     "A2AProvider",
     "A2ARun",
     "A2ATaskView",
@@ -259,55 +262,44 @@ def client_transport(http: httpx.AsyncClient, card: AgentCard) -> ClientTranspor
     )
 
 
-@final
-class A2ARun(ChildRun["A2AProvider"]):
-    """A published A2A child: one task (or one plain message answer)."""
-
-    _dispose_bound = _DISPOSE_BOUND
-    _failures = (A2AError, httpx.HTTPError)
+class _A2ATurn:
+    """One message to the agent and the task it makes: its events folded into ``view``, its
+    progress into ``feed``, ``started`` called once the task (or a message answer) exists."""
 
     def __init__(
         self,
-        provider: str,
-        progress_capacity: int,
-        child_id: str | None = None,
-        *,
-        dispose_bound: float | None = None,
+        client: ClientTransport,
+        child_id: str,
+        feed: ProgressFeed,
+        started: Callable[[], None],
+        cancel_timeout: float,
     ) -> None:
-        super().__init__(provider, progress_capacity, child_id, dispose_bound=dispose_bound)
+        self.client = client
+        self.child_id = child_id
         self.view = A2ATaskView()
-        """The remote task as the client knows it."""
-        self._client: ClientTransport | None = None
-        self._cancel_timeout = 10.0
+        self._feed = feed
+        self._on_started = started
+        self.started = False
+        self._cancel_timeout = cancel_timeout
         self._cancel_sent = False
 
-    @property
-    def task_id(self) -> str:
-        """The A2A task's id (empty before publication, and for a plain message answer)."""
-        return self.view.task_id
+    def _started(self) -> None:
+        if not self.started:
+            self.started = True
+            self._on_started()
 
-    @property
-    def context_id(self) -> str:
-        """The A2A context the task belongs to."""
-        return self.view.context_id
-
-    def _child_key(self) -> str:
-        return self.view.task_id
-
-    async def _run(
-        self, provider: A2AProvider, request: SubagentRequest, cancel: CancelSignal
-    ) -> None:
-        self._cancel_timeout = provider.cancel_timeout
-        async with provider.open_client() as client:
-            self._client = client
-            message = Message(
-                role=Role.ROLE_USER,
-                message_id=os.urandom(16).hex(),
-                parts=[Part(text=request.prompt)],
-            )
-            stream = client.send_message_streaming(SendMessageRequest(message=message))
-            outcome = await self._follow(client, stream, cancel, provider.what)
-            await self._conclude(outcome)
+    async def run(
+        self, prompt: str, cancel: CancelSignal, what: str, context_id: str = ""
+    ) -> SubagentOutcome:
+        """Send ``prompt`` (in ``context_id`` when given) and follow the task to its outcome."""
+        message = Message(
+            role=Role.ROLE_USER,
+            message_id=os.urandom(16).hex(),
+            context_id=context_id,
+            parts=[Part(text=prompt)],
+        )
+        stream = self.client.send_message_streaming(SendMessageRequest(message=message))
+        return await self._follow(self.client, stream, cancel, what)
 
     async def _follow(
         self,
@@ -323,12 +315,12 @@ class A2ARun(ChildRun["A2AProvider"]):
 
             async def forward_cancel() -> None:
                 await cancel.wait()
-                await self._send_cancel()
+                await self.send_cancel()
                 # An agent that ignores tasks/cancel must not hold the run forever.
                 await anyio.sleep(self._cancel_timeout)
                 outcomes.append(
                     SubagentOutcome.cancelled(
-                        self.id,
+                        self.child_id,
                         f"{cancel.reason or 'cancelled'} (the agent did not confirm the cancel "
                         f"within {self._cancel_timeout:g} s; stopped waiting)",
                     )
@@ -357,19 +349,19 @@ class A2ARun(ChildRun["A2AProvider"]):
             try:
                 answer = await self._read(stream, view)
             except (A2AError, httpx.HTTPError) as exc:
-                if not self.published:
+                if not self.started:
                     raise
                 answer, cause = None, exc
             if answer is not None:  # a plain message: the answer
-                return SubagentOutcome.completed(self.id, answer)
+                return SubagentOutcome.completed(self.child_id, answer)
             if view.final:
-                return _outcome(view, self.id, cancel)
-            if not self.published:
+                return _outcome(view, self.child_id, cancel)
+            if not self.started:
                 raise A2AError(f"{what} ended the stream before it created a task")
             if resubscribed:
                 why = f"{type(cause).__name__}: {cause}" if cause else "the stream ended"
                 return SubagentOutcome.failed(
-                    self.id,
+                    self.child_id,
                     "infrastructure",
                     f"the stream of task {view.task_id} at {what} dropped before the task "
                     f"ended, and again after resubscribing ({why})",
@@ -410,29 +402,119 @@ class A2ARun(ChildRun["A2AProvider"]):
         message answer."""
         if event.WhichOneof("payload") == "message":
             answer = _message_text(event.message)
-            self._publish()
+            self._started()
             if answer:
                 self._feed.push(TextProgress(answer))
             return answer
         for progress in view.take(event):
             self._feed.push(progress)
-        if view.task_id and not self.published:
-            self._publish()
+        if view.task_id and not self.started:
+            self._started()
         return None
 
-    async def _send_cancel(self) -> None:
+    async def send_cancel(self) -> None:
         """``tasks/cancel`` for the task, once, bounded (a failure is only logged away: the
         run settles anyway)."""
-        client = self._client
-        if self._cancel_sent or client is None or not self.view.task_id or self.view.final:
+        client = self.client
+        if self._cancel_sent or not self.view.task_id or self.view.final:
             return
         self._cancel_sent = True
         with anyio.move_on_after(self._cancel_timeout):
             with suppress(A2AError, httpx.HTTPError):
                 await client.cancel_task(CancelTaskRequest(id=self.view.task_id))
 
+
+@final
+class A2ARun(ChildRun["A2AProvider"]):
+    """A published A2A child: one task (or one plain message answer)."""
+
+    _dispose_bound = _DISPOSE_BOUND
+    _failures = (A2AError, httpx.HTTPError)
+
+    def __init__(
+        self,
+        provider: str,
+        progress_capacity: int,
+        child_id: str | None = None,
+        *,
+        dispose_bound: float | None = None,
+    ) -> None:
+        super().__init__(provider, progress_capacity, child_id, dispose_bound=dispose_bound)
+        self._turn: _A2ATurn | None = None
+
+    @property
+    def view(self) -> A2ATaskView:
+        """The remote task as the client knows it."""
+        return self._turn.view if self._turn is not None else A2ATaskView()
+
+    @property
+    def task_id(self) -> str:
+        """The A2A task's id (empty before publication, and for a plain message answer)."""
+        return self.view.task_id
+
+    @property
+    def context_id(self) -> str:
+        """The A2A context the task belongs to."""
+        return self.view.context_id
+
+    def _child_key(self) -> str:
+        return self.view.task_id
+
+    async def _run(
+        self, provider: A2AProvider, request: SubagentRequest, cancel: CancelSignal
+    ) -> None:
+        async with provider.open_client() as client:
+            turn = _A2ATurn(client, self.id, self._feed, self._publish, provider.cancel_timeout)
+            self._turn = turn
+            outcome = await turn.run(request.prompt, cancel, provider.what)
+            await self._conclude(outcome)
+
     async def _stop_turn(self) -> None:
-        await self._send_cancel()
+        if self._turn is not None:
+            await self._turn.send_cancel()
+
+
+@final
+class A2AConversation(ChildConversation):
+    """A continuable A2A child: each :meth:`send` is a new message in the same A2A context
+    (``contextId``), a new task of the agent. :attr:`remote_id` is the context id; a cold
+    resume (:meth:`A2AProvider.resume_continuable`) sends the next message in that context
+    (the agent must still know it)."""
+
+    _dispose_bound = _DISPOSE_BOUND
+
+    def __init__(
+        self, provider: A2AProvider, context_id: str | None, child_id: str | None = None
+    ) -> None:
+        super().__init__(provider.name, child_id, dispose_bound=provider.dispose_timeout)
+        self._provider = provider
+        self.context_id = context_id or ""
+        """The A2A context of the child's messages (empty until the agent names it)."""
+
+    def _child_key(self) -> str:
+        return self.context_id
+
+    async def _converse(self) -> None:
+        provider = self._provider
+        async with provider.open_client() as client:
+
+            async def turn(
+                message: str, cancel: CancelSignal, feed: ProgressFeed
+            ) -> SubagentOutcome:
+                one = _A2ATurn(client, self.id, feed, lambda: None, provider.cancel_timeout)
+                try:
+                    return await one.run(message, cancel, provider.what, self.context_id)
+                except (A2AError, httpx.HTTPError) as exc:
+                    return SubagentOutcome.failed(
+                        self.id, "infrastructure", f"{provider.what}: {exc}", exc
+                    )
+                finally:
+                    self.context_id = self.context_id or one.view.context_id
+
+            await self._serve(turn)
+
+    def _not_opened(self) -> str:
+        return f"{self._provider.what} could not be reached"
 
 
 @final
@@ -520,6 +602,31 @@ class A2AProvider(ChildProvider):
             finally:
                 with anyio.CancelScope(shield=True):
                     await transport.close()
+
+    async def prepare_continuable(
+        self, request: SubagentRequest, *, cancel: CancelSignal
+    ) -> A2AConversation:
+        """Start a child whose later messages go to the same A2A context; ``request`` is its
+        first message (its outcome is ``conversation.outcomes[0]``)."""
+        self._check_request(request, cancel)
+        child_id = self._child_id(request)
+        conversation = await self._open_conversation(
+            lambda: A2AConversation(self, None, child_id), cancel
+        )
+        await conversation.send(request.prompt, cancel=cancel)
+        return conversation
+
+    async def resume_continuable(
+        self, remote_id: str, *, cancel: CancelSignal, child_id: str | None = None
+    ) -> A2AConversation:
+        """Continue the A2A context ``remote_id`` (or the child of that id this provider
+        started): later messages go to that context."""
+        self._check_open()
+        self._check_not_cancelled(cancel)
+        child, context_id = self._resume_ids(remote_id, child_id)
+        return await self._open_conversation(
+            lambda: A2AConversation(self, context_id, child), cancel
+        )
 
     async def start(self, request: SubagentRequest, *, cancel: CancelSignal) -> A2ARun:
         self._check_request(request, cancel)

@@ -15,6 +15,9 @@ The executor answers a message by its text (its first word):
 - ``fail`` / ``reject``: a task that ends ``failed`` / ``rejected`` with a status message;
 - ``input`` / ``auth``: a task that stops ``input-required`` / ``auth-required``;
 - ``die``: a task, one artifact chunk ``partial``, then the server process exits at once;
+- ``drop``: a task, an artifact chunk ``before``; the server then ends that response (its SSE
+  stream) early without ending the task, which goes on: an appended chunk `` after`` half a
+  second later, then ``completed`` (a client that resubscribes sees them);
 - ``recall``: a task whose artifact is the earlier messages of the same context (``contextId``),
   joined by `` | `` (``nothing`` for none);
 - ``status WORDS``: a task whose ``working`` status messages carry the words, then an
@@ -92,6 +95,11 @@ class ScriptedExecutor(AgentExecutor):
             await updater.add_artifact([Part(text="partial")], artifact_id="out")
             await asyncio.sleep(0.2)  # the chunk reaches the client first
             os._exit(3)
+        elif word == "drop":
+            await updater.add_artifact([Part(text="before")], artifact_id="out")
+            await asyncio.sleep(0.5)
+            await updater.add_artifact([Part(text=" after")], artifact_id="out", append=True)
+            await updater.complete()
         elif word == "recall":
             recalled = " | ".join(earlier) or "nothing"
             await updater.add_artifact([Part(text=recalled)], artifact_id="out")
@@ -147,7 +155,8 @@ def card(port: int) -> AgentCard:
 
 
 class Gate:
-    """Answers 401 to a JSON-RPC request without the bearer token."""
+    """Answers 401 to a JSON-RPC request without the bearer token; ends the response to a
+    ``drop`` message after its third event (the task, ``working``, the first chunk)."""
 
     def __init__(self, app: Any, token: str | None) -> None:
         self.app = app
@@ -159,7 +168,30 @@ class Gate:
             if headers.get(b"authorization") != f"Bearer {self.token}".encode():
                 await PlainTextResponse("unauthorized", 401)(scope, receive, send)
                 return
-        await self.app(scope, receive, send)
+        body = bytearray()
+
+        async def peek() -> Any:
+            message = await receive()
+            if message["type"] == "http.request":
+                body.extend(message.get("body", b""))
+            return message
+
+        events = 0
+        cut = False
+
+        async def cutting(message: Any) -> None:
+            nonlocal events, cut
+            if cut:
+                return
+            dropping = b'"text":"drop"' in body and b"SendStreamingMessage" in body
+            await send(message)
+            if dropping and message["type"] == "http.response.body" and message.get("body"):
+                events += 1
+                if events == 3:
+                    cut = True
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+        await self.app(scope, peek, cutting)
 
 
 async def main() -> None:

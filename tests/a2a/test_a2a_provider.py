@@ -254,3 +254,16 @@ async def test_later_messages_continue_the_same_context(server: A2AServer) -> No
             await resumed.dispose()
     assert third == SubagentOutcome.completed(child_id, "echo first | recall")
     assert resumed.remote_id == context_id
+
+
+async def test_a_dropped_stream_is_resubscribed_once_and_the_task_followed_to_its_end(
+    server: A2AServer,
+) -> None:
+    """Issue 21 point 1: "a stream that drops mid-task resubscribes once": the server ends
+    the response early while the task goes on; the provider resubscribes and the run
+    completes with the whole artifact."""
+    async with A2AProvider(server.url) as provider:
+        outcome, events, _ = await _run(provider, "drop")
+    assert outcome.status == "completed", outcome.message
+    assert outcome.output == "before after"
+    assert TextProgress("before") in events

@@ -15,9 +15,9 @@ final status message's text when there is no artifact); ``failed`` / ``rejected`
 (turn) with the status message's text; ``canceled`` -> cancelled; ``input-required`` /
 ``auth-required`` -> failed (turn), saying the agent asks for input or authentication that a
 subagent run cannot give. The signal sends ``CancelTask`` (``tasks/cancel``), bounded by
-``cancel_timeout``. A stream that ends or breaks before a final state is resubscribed
-(``SubscribeToTask``) once; if that fails too the run settles failed (infrastructure) naming
-the cause.
+``cancel_timeout``. A stream that ends or breaks before a final state: the task is fetched
+(``GetTask``: it may have ended meanwhile), else resubscribed (``SubscribeToTask``) once; if
+that fails too the run settles failed (infrastructure) naming the cause.
 
 No start-time feature can be enforced on a remote agent (depth limit, tool filter) or is
 applied (persona, output schema): all are advertised off, and the service rejects such
@@ -44,6 +44,7 @@ from a2a.types import (
     AgentCard,
     Artifact,
     CancelTaskRequest,
+    GetTaskRequest,
     Message,
     Part,
     Role,
@@ -368,6 +369,12 @@ class _A2ATurn:
                     cause,
                 )
             resubscribed = True
+            # The task may have ended meanwhile (an agent refuses to resubscribe to a task
+            # in a final state): ask for it first.
+            with suppress(A2AError, httpx.HTTPError):
+                view.take_task(await client.get_task(GetTaskRequest(id=view.task_id)))
+            if view.final:
+                return _outcome(view, self.child_id, cancel)
             stream = client.subscribe(SubscribeToTaskRequest(id=view.task_id))
 
     async def _read(self, stream: AsyncIterator[StreamResponse], view: A2ATaskView) -> str | None:

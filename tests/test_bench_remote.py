@@ -9,7 +9,6 @@ WebSocket, a crossing) measures without error."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
@@ -104,10 +103,6 @@ def test_a_raw_file_without_remote_records_says_not_measured(tmp_path: Path) -> 
 
 
 @pytest.mark.timeout(240)
-@pytest.mark.skipif(
-    importlib.util.find_spec("hypercorn") is None or importlib.util.find_spec("acp") is None,
-    reason="needs the remote extra and the SDK's [http] extra (the dev environment has both)",
-)
 def test_smoke_every_kind_of_configuration_measures(tmp_path: Path) -> None:
     """Issue 20 / point 6, smoke: stdio, our server over HTTP/2, the SDK's server over
     WebSocket and a crossing (the SDK's client to our server) each connect, round-trip and

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests._ports import port_script
 
 SCRIPT = Path(__file__).with_name("sdk_agent_server.py")
 START_TIMEOUT = 30.0
@@ -40,23 +41,5 @@ class SdkServer:
 @contextmanager
 def sdk_server(*args: str) -> Iterator[SdkServer]:
     """Run the SDK's server (``args``: ``--token T``) until the block ends; killed then."""
-    process = subprocess.Popen(
-        [sys.executable, str(SCRIPT), *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    server: SdkServer | None = None
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()  # bounded: the script prints it or exits
-        if not line.startswith("PORT "):
-            raise RuntimeError(f"the SDK server did not start: {line!r}")
-        server = SdkServer(process, int(line.split()[1]))
-        yield server
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait(timeout=START_TIMEOUT)
-        if process.stdout is not None:
-            process.stdout.close()
+    with port_script(SCRIPT, *args, what="the SDK server") as (process, port):
+        yield SdkServer(process, port)

@@ -24,7 +24,7 @@ import anyio
 
 from ._common import EXIT_CANCELLED, EXIT_FAILED, EXIT_USAGE, error_line
 
-__all__ = ("add_parser", "parse_headers", "run")
+__all__ = ("add_parser", "add_url_options", "parse_headers", "run")
 
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:
@@ -44,10 +44,24 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("url", metavar="URL", help="the agent's endpoint (/acp when no path)")
+    add_url_options(parser)
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="bound on each HTTP request, the upgrade and the close (default: %(default)s)",
+    )
+    return parser
+
+
+def add_url_options(parser: Any) -> None:
+    """``--token-env``, ``--transport`` and ``--header``: how to reach an agent URL (also
+    ``subagents conformance``'s, which hands them to the bridge)."""
     parser.add_argument(
         "--token-env",
         metavar="VAR",
-        help="the environment variable holding the bearer token (sent as Authorization)",
+        help="the environment variable holding the server's bearer token (sent as Authorization)",
     )
     parser.add_argument(
         "--transport",
@@ -60,16 +74,8 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="'NAME: VALUE'",
-        help="a header for every request (repeatable)",
+        help="a header for every request to the URL (repeatable)",
     )
-    parser.add_argument(
-        "--timeout",
-        type=float,
-        default=30.0,
-        metavar="SECONDS",
-        help="bound on each HTTP request, the upgrade and the close (default: %(default)s)",
-    )
-    return parser
 
 
 def parse_headers(items: list[str]) -> dict[str, str]:

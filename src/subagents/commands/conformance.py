@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any, TextIO, cast
 
 import anyio
 
+from .bridge import add_url_options
+
 if TYPE_CHECKING:
     from ..conformance.remote import ThroughBridge
 
@@ -174,24 +176,7 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         "an agent served at a URL (judged through subagents bridge; the process-level "
         "requirements judge the bridge)"
     )
-    remote.add_argument(
-        "--token-env",
-        metavar="VAR",
-        help="the environment variable holding the server's bearer token",
-    )
-    remote.add_argument(
-        "--transport",
-        choices=("auto", "http", "websocket"),
-        default="auto",
-        help="auto: by the URL's scheme; websocket upgrades an http(s) URL (default: auto)",
-    )
-    remote.add_argument(
-        "--header",
-        action="append",
-        default=[],
-        metavar="'NAME: VALUE'",
-        help="a header for every request to the URL (repeatable)",
-    )
+    add_url_options(remote)
     parser.add_argument(
         "agent", nargs=argparse.REMAINDER, help="-- then the agent command; or the agent's URL"
     )

@@ -6,8 +6,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import replace
 
-import anyio
-import anyio.abc
 import pytest
 
 from subagents.providers import SubagentRequest
@@ -18,7 +16,7 @@ from subagents.testing import (
     ProviderScenarios,
     provider_checks,
 )
-from tests._ports import closed_port
+from tests._ports import closed_port, silent_server
 from tests.a2a._a2a_server import A2AServer, a2a_server
 
 pytestmark = pytest.mark.anyio
@@ -57,20 +55,6 @@ def server() -> Iterator[A2AServer]:
         yield running
 
 
-async def _silent_listener(task_status: anyio.abc.TaskStatus[int]) -> None:
-    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
-    port: int = listener.extra(anyio.abc.SocketAttribute.local_port)
-
-    async def hold(stream: anyio.abc.SocketStream) -> None:
-        async with stream:
-            async for _ in stream:
-                pass
-
-    async with listener:
-        task_status.started(port)
-        await listener.serve(hold)
-
-
 @pytest.mark.parametrize("check", APPLICABLE, ids=lambda check: check.name)
 async def test_the_a2a_provider_passes_the_provider_kit(
     check: ProviderCheck, server: A2AServer
@@ -78,9 +62,7 @@ async def test_the_a2a_provider_passes_the_provider_kit(
     """Issue 21 point 4: "check_provider passes for A2AProvider on asyncio and trio" (the
     rules about a failed or interrupted start: a refused port, a server that never answers
     the card request)."""
-    async with anyio.create_task_group() as tg:
-        silent_port: int = await tg.start(_silent_listener)
-        await anyio.wait_all_tasks_blocked()
+    async with silent_server() as silent_port:
         factories = {
             "failure_before_publication_raises_and_leaves_nothing": (
                 lambda: A2AProvider(f"http://127.0.0.1:{closed_port()}", name="a2a"),
@@ -98,5 +80,3 @@ async def test_the_a2a_provider_passes_the_provider_kit(
             await check.run(factory, scenarios)
         except ProviderCheckSkipped as skip:
             pytest.fail(f"every applicable check must run: {skip}")
-        finally:
-            tg.cancel_scope.cancel()

@@ -18,6 +18,7 @@ import h11
 import pytest
 
 from subagents.remote.client import connect_agent_url
+from tests._ports import loopback_server
 
 pytestmark = pytest.mark.anyio
 
@@ -82,16 +83,12 @@ async def _serve(stream: anyio.abc.SocketStream, seen: list[str]) -> None:
 @asynccontextmanager
 async def recording_server() -> AsyncGenerator[tuple[str, list[str]], None]:
     seen: list[str] = []
-    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
-    port: int = listener.extra(anyio.abc.SocketAttribute.local_port)
-    async with listener, anyio.create_task_group() as tg:
 
-        async def handle(stream: anyio.abc.SocketStream) -> None:
-            await _serve(stream, seen)
+    async def handle(stream: anyio.abc.SocketStream) -> None:
+        await _serve(stream, seen)
 
-        tg.start_soon(listener.serve, handle)
+    async with loopback_server(handle) as port:
         yield f"http://127.0.0.1:{port}/acp", seen
-        tg.cancel_scope.cancel()
 
 
 async def test_a_client_cancelled_during_initialize_deletes_the_connection_it_was_given() -> None:

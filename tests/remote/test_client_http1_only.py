@@ -12,6 +12,7 @@ import h11
 import pytest
 
 from subagents.remote.client import RemoteStartupError, connect_agent_url
+from tests._ports import loopback_server
 
 pytestmark = [
     pytest.mark.anyio,
@@ -58,16 +59,12 @@ async def _serve_one(stream: anyio.abc.SocketStream, seen: list[str]) -> None:
 @asynccontextmanager
 async def http1_only_server() -> AsyncGenerator[tuple[int, list[str]], None]:
     seen: list[str] = []
-    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
-    port: int = listener.extra(anyio.abc.SocketAttribute.local_port)
-    async with listener, anyio.create_task_group() as tg:
 
-        async def handle(stream: anyio.abc.SocketStream) -> None:
-            await _serve_one(stream, seen)
+    async def handle(stream: anyio.abc.SocketStream) -> None:
+        await _serve_one(stream, seen)
 
-        tg.start_soon(listener.serve, handle)
+    async with loopback_server(handle) as port:
         yield port, seen
-        tg.cancel_scope.cancel()
 
 
 async def test_h2c_falls_back_to_http1_when_the_server_does_not_speak_it() -> None:

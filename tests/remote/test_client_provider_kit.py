@@ -11,8 +11,6 @@ from collections.abc import AsyncGenerator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from dataclasses import replace
 
-import anyio
-import anyio.abc
 import pytest
 
 from subagents.providers import SubagentRequest
@@ -23,7 +21,7 @@ from subagents.testing import (
     ProviderScenarios,
     provider_checks,
 )
-from tests._ports import closed_port
+from tests._ports import closed_port, silent_server
 
 REFERENCE = [sys.executable, "-m", "subagents.agents.reference"]
 
@@ -73,21 +71,10 @@ SCENARIOS = ProviderScenarios(
 
 
 @asynccontextmanager
-async def silent_server() -> AsyncGenerator[str, None]:
+async def silent_url() -> AsyncGenerator[str, None]:
     """A URL whose server accepts connections and never answers: a start caught midway."""
-    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
-    port: int = listener.extra(anyio.abc.SocketAttribute.local_port)
-
-    async def hold(stream: anyio.abc.SocketStream) -> None:
-        async with stream:  # read (never answer) until the client goes
-            async for _ in stream:
-                pass
-
-    async with listener, anyio.create_task_group() as tg:
-        tg.start_soon(listener.serve, hold)
-        await anyio.wait_all_tasks_blocked()  # its accept task is running (the kit counts)
+    async with silent_server() as port:
         yield f"http://127.0.0.1:{port}/acp"
-        tg.cancel_scope.cancel()
 
 
 NOT_APPLICABLE = {
@@ -114,7 +101,7 @@ async def test_the_acp_provider_on_a_url_passes_the_provider_kit(
     """Issue 20 point 4: "an AcpProvider run with check_provider against a URL" (the rules
     about a failed or interrupted start: a refused port, a server that never answers)."""
     with served_reference() as http_url:
-        async with silent_server() as silent:
+        async with silent_url() as silent:
             url = "ws" + http_url.removeprefix("http") if transport == "ws" else http_url
             await _check(check, url, silent)
 

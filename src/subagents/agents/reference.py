@@ -276,7 +276,7 @@ def _prune(directory: str) -> None:
             pass
         with os.scandir(directory) as entries:
             for entry in entries:
-                if entry.name.endswith(".json") and now - entry.stat().st_mtime > _KEEP:
+                if entry.name.endswith((".json", ".tmp")) and now - entry.stat().st_mtime > _KEEP:
                     with contextlib.suppress(OSError):
                         os.remove(entry.path)
     except OSError:
@@ -683,6 +683,7 @@ class ReferenceAgent(Agent):
         if self.session_dir is None:
             return
         import json
+        import tempfile
 
         os.makedirs(self.session_dir, mode=0o700, exist_ok=True)
         if self._expiring:
@@ -698,9 +699,17 @@ class ReferenceAgent(Agent):
             "modeId": session.mode_id,
             "config": {_CONFIG_ID: session.verbosity},
         }
-        with open(path + ".tmp", "w", encoding="utf-8") as f:
-            json.dump(data, f)
-        os.replace(path + ".tmp", path)
+        # A temporary name of this process's own: two processes saving one session id at once
+        # (an agent with fixed ids, as a conformance mutant has) must not replace each other's.
+        fd, tmp = tempfile.mkstemp(".tmp", f".{session.session_id}.", self.session_dir)
+        try:
+            with open(fd, "w", encoding="utf-8") as f:
+                json.dump(data, f)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
 
     def _load(self, session_id: str) -> _Session | None:
         if self.session_dir is None or not session_id.isalnum():

@@ -2,7 +2,7 @@
 
 :func:`a2a_client` makes a streaming JSON-RPC client from the server's agent card (with a
 bearer token when given); :func:`send` sends one text message and collects what streams back
-into a :class:`Turn`.
+into a :class:`Turn`; :func:`get_task` and :func:`cancel` ask about a task by id.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-__all__ = ("Turn", "a2a_client", "cancel", "send")
+__all__ = ("Turn", "a2a_client", "cancel", "get_task", "send")
 
 TERMINAL = {
     "TASK_STATE_COMPLETED",
@@ -117,4 +117,12 @@ async def cancel(client: Any, task_id: str) -> str:
     from a2a.types import CancelTaskRequest
 
     task = await client.cancel_task(CancelTaskRequest(id=task_id))
+    return _state_name(task.status.state)
+
+
+async def get_task(client: Any, task_id: str) -> str:
+    """``GetTask``; the task's state name (the SDK's ``TaskNotFoundError`` when unknown)."""
+    from a2a.types import GetTaskRequest
+
+    task = await client.get_task(GetTaskRequest(id=task_id))
     return _state_name(task.status.state)

@@ -58,13 +58,15 @@ def _registry(directory: Path) -> Path:
 
 
 @asynccontextmanager
-async def serve_a2a(directory: Path) -> AsyncIterator[Served]:
-    """A ``subagents serve --a2a 127.0.0.1:0`` process (token required), stopped by the
-    caller with SIGTERM; killed and reaped here if it is still running."""
+async def serve_a2a(directory: Path, *options: str) -> AsyncIterator[Served]:
+    """A ``subagents serve --a2a 127.0.0.1:0`` process (token required; ``options`` added to
+    its command line), stopped by the caller with SIGTERM; killed and reaped here if it is
+    still running."""
     log = directory / "serve.log"
     command = [
         sys.executable, "-m", "subagents", "serve", "--a2a", "127.0.0.1:0",
         "--agent", "chained", "--config", str(_registry(directory)), "--token-env", "A2A_TOKEN",
+        *options,
     ]  # fmt: skip
     env = {**os.environ, "A2A_TOKEN": TOKEN}
     with log.open("wb") as stderr:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,15 @@ if TYPE_CHECKING:
     from ..config import AgentSpec
 
 __all__ = ("run_a2a",)
+
+
+@dataclass(frozen=True, slots=True)
+class _Bounds:
+    """The options bounding a server: turns at once, terminal tasks kept, drain seconds."""
+
+    max_tasks: int
+    max_stored_tasks: int
+    drain_timeout: float
 
 
 def run_a2a(args: argparse.Namespace) -> int:
@@ -45,6 +55,8 @@ def run_a2a(args: argparse.Namespace) -> int:
             raise ServeConfigError("--a2a does not serve TLS: put a TLS proxy in front")
         if args.max_tasks < 1:
             raise ServeConfigError("--max-tasks must be at least 1")
+        if args.max_stored_tasks < 1:
+            raise ServeConfigError("--max-stored-tasks must be at least 1")
         agents = load_agents([Path(p) for p in args.config])
         spec = agents.get(args.a2a_agent)
         if spec is None:
@@ -57,7 +69,13 @@ def run_a2a(args: argparse.Namespace) -> int:
         return 2
     try:
         anyio.run(
-            _serve, spec, host, port, token, args.max_tasks, args.drain_timeout, args.public_url
+            _serve,
+            spec,
+            host,
+            port,
+            token,
+            _Bounds(args.max_tasks, args.max_stored_tasks, args.drain_timeout),
+            args.public_url,
         )
     except (RemoteServerConfigError, ConfigError) as exc:
         sys.stderr.write(f"subagents serve: {exc}\n")
@@ -72,8 +90,7 @@ async def _serve(
     host: str,
     port: int,
     token: str | None,
-    max_tasks: int,
-    drain: float,
+    bounds: _Bounds,
     public_url: str | None,
 ) -> None:
     from ..providers.factory import build_provider
@@ -88,8 +105,10 @@ async def _serve(
                 host=host,
                 port=port,
                 token=token,
-                max_tasks=max_tasks,
-                drain_timeout=drain,
+                max_tasks=bounds.max_tasks,
+                drain_timeout=bounds.drain_timeout,
+                public_url=public_url,
+                max_stored_tasks=bounds.max_stored_tasks,
             ) as server,
         ):
             sys.stderr.write(f"listening on {server.url} (card: {server.card_url})\n")

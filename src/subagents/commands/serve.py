@@ -174,6 +174,14 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     a2a.add_argument(
         "--max-tasks", type=int, default=16, help="with --a2a: tasks at once (default: 16)"
     )
+    a2a.add_argument(
+        "--max-stored-tasks",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="with --a2a: finished tasks kept for GetTask, the least recently used forgotten "
+        "first (default: 1000); input-required ones idle an hour are forgotten too",
+    )
     remote.add_argument(
         "agent",
         nargs=argparse.REMAINDER,

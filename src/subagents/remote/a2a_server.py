@@ -24,6 +24,11 @@ from the child's remote id, then ``send``: its answer arrives as one artifact, n
 else it starts a new child. ``tasks/cancel`` fires the turn's cancel signal and waits (bounded)
 for the turn to settle. At most ``max_tasks`` turns run at once; one more is rejected.
 
+Tasks are kept by a :class:`~subagents.remote.a2a_tasks.BoundedTaskStore`: every running
+task, the ``max_stored_tasks`` most recently used terminal ones (a ``GetTask`` of one evicted
+answers "task not found"), and input-required/auth-required ones idle for less than
+``interrupted_timeout`` seconds.
+
 The SDK's server runs on asyncio only.
 """
 
@@ -66,6 +71,7 @@ if TYPE_CHECKING:
     from a2a.server.tasks import TaskUpdater
 
     from ..config import AgentSpec
+    from .a2a_tasks import BoundedTaskStore
 
 __all__ = (
     "A2A_EXTRA_HINT",
@@ -381,11 +387,13 @@ def _bearer_guard(app: Any, token: str | None) -> ASGIApp:
 @final
 @dataclass(frozen=True, slots=True)
 class A2AServer:
-    """A running A2A server (made by :func:`serve_a2a_http`)."""
+    """A running A2A server (made by :func:`serve_a2a_http`): where it listens, its executor
+    (the turns running) and its task store (the tasks kept)."""
 
     host: str
     port: int
     executor: ProviderExecutor
+    tasks: BoundedTaskStore
 
     @property
     def url(self) -> str:
@@ -408,6 +416,8 @@ async def serve_a2a_http(
     max_tasks: int = 16,
     drain_timeout: float = 10.0,
     public_url: str | None = None,
+    max_stored_tasks: int = 1000,
+    interrupted_timeout: float = 3600.0,
 ) -> AsyncGenerator[A2AServer, None]:
     """Serve ``provider`` (an entered provider, built from ``spec``) as an A2A agent.
 
@@ -417,30 +427,39 @@ async def serve_a2a_http(
     ``drain_timeout``), then the listener closes. The card names ``public_url`` as the
     agent's endpoint when given (what clients elsewhere reach: a proxy's, a host name), else
     the address it listens on.
+
+    At most ``max_stored_tasks`` terminal tasks are kept (the least recently used evicted
+    first; at least 1), and an input-required or auth-required task idle for
+    ``interrupted_timeout`` seconds is evicted (the SDK releases its waiting turn then too):
+    see :mod:`subagents.remote.a2a_tasks`. ``ValueError`` when either is out of range.
     """
     check_listen_address(host, token)
     try:
         from a2a.server.request_handlers import DefaultRequestHandler
         from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
-        from a2a.server.tasks import InMemoryTaskStore
         from a2a.types import AgentCard
         from google.protobuf.json_format import ParseDict
         from hypercorn.asyncio import serve as hypercorn_serve  # pyright: ignore[reportUnknownVariableType]
         from hypercorn.config import Config
         from starlette.applications import Starlette
+
+        from .a2a_tasks import BoundedTaskStore
     except ImportError as exc:
         raise ImportError(f"serving A2A needs the a2a extra: {A2A_EXTRA_HINT}") from exc
+    store = BoundedTaskStore(max_stored_tasks, interrupted_timeout=interrupted_timeout)
     sock = _listen(host, port)
     try:
         bound: int = sock.getsockname()[1]
-        server = A2AServer(host, bound, ProviderExecutor(provider, max_tasks=max_tasks))
+        executor = ProviderExecutor(provider, max_tasks=max_tasks)
+        server = A2AServer(host, bound, executor, store)
         advertised = public_url or server.url
         card = ParseDict(agent_card_json(spec, advertised, token=token is not None), AgentCard())
     except BaseException:
         sock.close()
         raise
-    executor = server.executor
-    handler = DefaultRequestHandler(cast(Any, executor), InMemoryTaskStore(), card)
+    handler = DefaultRequestHandler(
+        cast(Any, executor), store, card, interrupted_task_timeout=interrupted_timeout
+    )
     routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/")]
     app = _bearer_guard(Starlette(routes=routes), token)
     config = Config()

@@ -7,7 +7,8 @@ until killed. The SDK's server side runs on asyncio: the tests of both anyio bac
 in a subprocess. ``--token T``: a request to the JSON-RPC route without
 ``Authorization: Bearer T`` is answered 401 (the card stays public).
 
-The executor answers a message by its text (its first word):
+The executor answers a message by its first line's first word (``WORDS``: the rest of
+that line):
 
 - ``message WORDS``: a plain agent message ``WORDS`` (no task);
 - ``slow``: a task, ``working`` with the text ``started``, then nothing until cancelled
@@ -22,6 +23,13 @@ The executor answers a message by its text (its first word):
   joined by `` | `` (``nothing`` for none);
 - ``status WORDS``: a task whose ``working`` status messages carry the words, then an
   artifact ``done``, ``completed``;
+- ``data``: a task whose artifact comes in two chunks: the text ``the answer`` and a data part
+  ``{"draft": true}``, then an appended data part ``{"answer": 42, "schema": S, "prompt": P}``
+  (``S``: the message's metadata ``outputSchema``, null without; ``P``: the message's whole
+  text), then ``completed``;
+- ``baddata``: a task whose artifact is a data part ``{"answer": "forty-two"}``, ``completed``;
+- ``json WORDS``: a task whose artifact's text is ``WORDS``, ``completed``;
+- ``datamessage``: a plain agent message: the text ``here`` and a data part ``{"answer": 5}``;
 - anything else: a task whose text artifact streams one chunk per word of the message
   (joined by spaces: the artifact's text is the message), then ``completed``.
 """
@@ -35,7 +43,13 @@ import socket
 import sys
 from typing import Any
 
-from a2a.helpers import get_message_text, new_task_from_user_message, new_text_message
+from a2a.helpers import (
+    get_message_text,
+    new_data_part,
+    new_message,
+    new_task_from_user_message,
+    new_text_message,
+)
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
@@ -51,6 +65,7 @@ from a2a.types import (
     TaskState,
 )
 from a2a.utils.constants import PROTOCOL_VERSION_CURRENT
+from google.protobuf.json_format import MessageToDict
 from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
 
@@ -67,11 +82,15 @@ class ScriptedExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         assert context.message is not None
         text = get_message_text(context.message)
-        word, _, rest = text.partition(" ")
+        word, _, rest = text.split("\n", 1)[0].partition(" ")
         earlier = list(self.seen.get(context.context_id or "", []))
         self.seen.setdefault(context.context_id or "", []).append(text)
         if word == "message":
             await event_queue.enqueue_event(new_text_message(rest, role=Role.ROLE_AGENT))
+            return
+        if word == "datamessage":
+            parts = [Part(text="here"), new_data_part({"answer": 5})]
+            await event_queue.enqueue_event(new_message(parts, role=Role.ROLE_AGENT))
             return
         task = context.current_task or new_task_from_user_message(context.message)
         await event_queue.enqueue_event(task)
@@ -111,6 +130,21 @@ class ScriptedExecutor(AgentExecutor):
                     message=updater.new_agent_message([Part(text=item)]),
                 )
             await updater.add_artifact([Part(text="done")], artifact_id="out")
+            await updater.complete()
+        elif word == "data":
+            metadata = MessageToDict(context.message.metadata)
+            schema = metadata.get("outputSchema")
+            first = [Part(text="the answer"), new_data_part({"draft": True})]
+            await updater.add_artifact(first, artifact_id="out")
+            last = new_data_part({"answer": 42, "schema": schema, "prompt": text})
+            await updater.add_artifact([last], artifact_id="out", append=True)
+            await updater.complete()
+        elif word == "baddata":
+            bad = new_data_part({"answer": "forty-two"})
+            await updater.add_artifact([bad], artifact_id="out")
+            await updater.complete()
+        elif word == "json":
+            await updater.add_artifact([Part(text=rest)], artifact_id="out")
             await updater.complete()
         else:
             words = text.split(" ")

@@ -8,8 +8,10 @@ from dataclasses import replace
 
 import pytest
 
+from subagents.protocol.jsonrpc import JsonValue
 from subagents.providers import SubagentRequest
 from subagents.providers.a2a import A2AProvider
+from subagents.providers.output_schema import output_instructions
 from subagents.testing import (
     ProviderCheck,
     ProviderCheckSkipped,
@@ -80,3 +82,44 @@ async def test_the_a2a_provider_passes_the_provider_kit(
             await check.run(factory, scenarios)
         except ProviderCheckSkipped as skip:
             pytest.fail(f"every applicable check must run: {skip}")
+
+
+SCHEMA: dict[str, JsonValue] = {
+    "type": "object",
+    "properties": {"answer": {"type": "integer"}},
+    "required": ["answer"],
+}
+STRUCTURED = replace(
+    SCENARIOS,
+    good=SubagentRequest("data", output_schema=SCHEMA),
+    good_output={
+        "answer": 42,
+        "schema": SCHEMA,
+        "prompt": f"data\n\n{output_instructions(SCHEMA)}",
+    },
+)
+"""The good request asks for an output schema (the scripted agent answers a data part)."""
+ASKING_FOR_A_SCHEMA = [
+    c
+    for c in APPLICABLE
+    if c.name
+    in {
+        "start_publishes_a_child_that_completes",
+        "result_settles_once_and_repeats_the_same_outcome",
+        "text_events_add_up_to_the_output_and_tool_results_pair_with_calls",
+        "each_unadvertised_capability_is_rejected_before_a_run_exists",
+        "each_published_run_emits_the_lifecycle_pair_exactly_once",
+    }
+]
+
+
+@pytest.mark.parametrize("check", ASKING_FOR_A_SCHEMA, ids=lambda check: check.name)
+async def test_the_a2a_provider_passes_the_kit_with_an_output_schema(
+    check: ProviderCheck, server: A2AServer
+) -> None:
+    """Issue 21 point 1 and point 4: with output_schema advertised, the kit's checks of the
+    good request pass when it asks for a schema (its output: the agent's data part)."""
+    try:
+        await check.run(lambda: A2AProvider(server.url, name="a2a"), STRUCTURED)
+    except ProviderCheckSkipped as skip:
+        pytest.fail(f"every applicable check must run: {skip}")

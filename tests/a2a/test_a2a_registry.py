@@ -11,11 +11,13 @@ import sys
 from pathlib import Path
 
 import anyio
+import httpx
 import pytest
+from a2a.utils.errors import A2AError
 
 from subagents.cancel import CancelSignal
 from subagents.config import AgentSpec, ConfigError, parse_agents
-from subagents.providers.a2a import A2AProvider
+from subagents.providers.a2a import A2AProvider, endpoint_refusal, fetch_card
 from subagents.providers.contract import SubagentRequest
 from subagents.providers.factory import build_provider
 from subagents.providers.probe import probe_agent
@@ -107,6 +109,61 @@ async def test_an_a2a_entry_runs_and_probes(monkeypatch: pytest.MonkeyPatch) -> 
     assert "start the A2A agent" in gone.hint
 
 
+@pytest.mark.anyio
+async def test_the_probe_checks_the_token_on_the_endpoint_not_only_the_card(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 21 point 3 (``agents --probe``): the card is public, so the probe also makes one
+    authenticated request to the card's endpoint (GetTask of a random id): the right token
+    is ok; a wrong one, none, or an unset token_env variable is a failure (needs
+    credentials) naming the cause, with a hint naming the token_env variable."""
+    with a2a_server("--token", "tok") as server, anyio.fail_after(BOUND):
+        spec = entry(f'url = "{server.url}"\ntoken_env = "FAR_TOKEN"')
+        monkeypatch.setenv("FAR_TOKEN", "tok")
+        right = await probe_agent(spec, 10.0)
+        monkeypatch.setenv("FAR_TOKEN", "wrong")
+        wrong = await probe_agent(spec, 10.0)
+        monkeypatch.delenv("FAR_TOKEN")
+        unset = await probe_agent(spec, 10.0)
+        none = await probe_agent(entry(f'url = "{server.url}"'), 10.0)
+    assert right.status == "ok", right.reason
+    assert right.card is not None
+    assert (wrong.status, wrong.reason, wrong.hint) == (
+        "needs credentials",
+        "the agent's endpoint refused the token (HTTP 401 to GetTask)",
+        "set $FAR_TOKEN to a token the agent accepts",
+    )
+    assert wrong.card is None
+    assert (unset.status, unset.reason, unset.hint) == (
+        "needs credentials",
+        "$FAR_TOKEN (token_env) is not set",
+        "set $FAR_TOKEN to the agent's token",
+    )
+    assert none.status == "needs credentials"
+    assert (
+        none.reason
+        == "the agent's endpoint refused the request without a token (HTTP 401 to GetTask)"
+    )
+    assert 'token_env = "VARIABLE"' in none.hint
+    with a2a_server() as open_server, anyio.fail_after(BOUND):
+        open_probe = await probe_agent(entry(f'url = "{open_server.url}"'), 10.0)
+    assert open_probe.status == "ok", open_probe.reason
+
+
+@pytest.mark.anyio
+async def test_an_endpoint_that_does_not_answer_is_not_taken_for_an_accepted_token() -> None:
+    """Issue 21 point 3 (``agents --probe``): the endpoint check tells a refusal (401/403),
+    an answer (task not found: accepted) and no answer at all (raised, a probe failure)
+    apart."""
+    with a2a_server() as server, anyio.fail_after(BOUND):
+        async with httpx.AsyncClient() as http:
+            card = await fetch_card(http, server.url, None)
+            assert await endpoint_refusal(http, card) is None
+            card.supported_interfaces[0].url = f"http://127.0.0.1:{closed_port()}/a2a"
+            with pytest.raises(A2AError):
+                await endpoint_refusal(http, card)
+
+
 def _cli(
     config: Path, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
@@ -122,7 +179,8 @@ def _cli(
 
 def test_subagents_run_and_agents_probe_work_with_an_a2a_entry(tmp_path: Path) -> None:
     """Issue 21 point 3: "`subagents run`, `agents --probe` (the card's name, version,
-    skills, streaming support) work with it" (the CLI, as a user runs it)."""
+    skills, streaming support) work with it" (the CLI, as a user runs it); a token the
+    endpoint refuses fails the probe (exit 1), naming the token_env variable."""
     with a2a_server("--token", "tok") as server:
         config = tmp_path / "subagents.toml"
         config.write_text(
@@ -142,3 +200,9 @@ def test_subagents_run_and_agents_probe_work_with_an_a2a_entry(tmp_path: Path) -
         assert result["card"]["streaming"] is True
         table = _cli(config, "agents", "--probe", "far", env={"FAR_TOKEN": "tok"})
         assert "card scripted, streaming, skills echo fail" in table.stdout
+        refused = _cli(config, "agents", "--json", "--probe", "far", env={"FAR_TOKEN": "no"})
+        assert refused.returncode == 1
+        (result,) = json.loads(refused.stdout)
+        assert result["status"] == "needs credentials"
+        assert "refused the token (HTTP 401" in result["reason"]
+        assert "$FAR_TOKEN" in result["hint"]

@@ -11,7 +11,8 @@ text events add up to the output); a status update -> other (its state, and the 
 message when it has one); data parts -> other (their data).
 
 Outcome, from the task's final state: ``completed`` -> completed with the artifacts' text (the
-final status message's text when there is no artifact); ``failed`` / ``rejected`` -> failed
+final status message's text when there is no artifact), or with the structured output when the
+request has an output schema (below); ``failed`` / ``rejected`` -> failed
 (turn) with the status message's text; ``canceled`` -> cancelled; ``input-required`` /
 ``auth-required`` -> failed (turn), saying the agent asks for input or authentication that a
 subagent run cannot give. The signal sends ``CancelTask`` (``tasks/cancel``), bounded by
@@ -19,9 +20,24 @@ subagent run cannot give. The signal sends ``CancelTask`` (``tasks/cancel``), bo
 (``GetTask``: it may have ended meanwhile), else resubscribed (``SubscribeToTask``) once; if
 that fails too the run settles failed (infrastructure) naming the cause.
 
-No start-time feature can be enforced on a remote agent (depth limit, tool filter) or is
-applied (persona, output schema): all are advertised off, and the service rejects such
-requests before anything is sent. Children are continuable: each later message goes to the
+Output schema (advertised **on**): the schema goes to the agent twice, for the two kinds of
+agents there are: as the message's metadata under :data:`OUTPUT_SCHEMA_KEY` (``outputSchema``:
+A2A has no field of its own for it; an agent written for it reads it there) and as an
+instruction after the prompt's text (the shared :func:`output_instructions`: a model-backed
+agent reads only the text). The structured output is the task's *last data part*: of its
+artifacts (in the order they came; a later chunk's parts after an earlier one's), else of the
+final status message (or of a plain message answer). It is validated against the schema
+(numbers that are whole are ints: protobuf's ``Value`` holds every number as a double); with no
+data part at all, the text output is parsed as JSON instead (bare, or alone in one fenced
+block), as Codex's and the in-process children's answers are. Either way the run settles
+``completed`` with the JSON value, or ``failed`` (kind ``turn``) saying what does not match or
+that the text is not JSON, the same outcomes as theirs; a schema that is not a valid JSON
+schema is refused before anything is sent (``INVALID_REQUEST``). In a continuable child only
+the first message carries the schema.
+
+The other start-time features cannot be enforced on a remote agent (depth limit, tool filter)
+or are not applied (persona): they are advertised off, and the service rejects such requests
+before anything is sent. Children are continuable: each later message goes to the
 same A2A context (``contextId``), a new task of the agent.
 
 The provider owns the runs' tasks: use it as ``async with A2AProvider(url, name=...)``.
@@ -30,7 +46,8 @@ The provider owns the runs' tasks: use it as ``async with A2AProvider(url, name=
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
+import uuid
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator, Mapping
 from contextlib import aclosing, asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Final, final
@@ -70,14 +87,22 @@ from .contract import (
     SubagentRequest,
     TextProgress,
 )
+from .output_schema import (
+    check_output_schema,
+    output_instructions,
+    structured_outcome,
+    validated_outcome,
+)
 from .progress import ProgressFeed
 
 __all__ = (
+    "OUTPUT_SCHEMA_KEY",
     "A2AConversation",
     "A2AProvider",
     "A2ARun",
     "A2ATaskView",
     "client_transport",
+    "endpoint_refusal",
     "fetch_card",
     "state_name",
 )
@@ -100,6 +125,11 @@ _FINAL_STATES: Final = frozenset(
 )
 """The states that end a run (the interrupted ones too: nobody can answer them)."""
 
+_CAPABILITIES: Final = SubagentCapabilities(output_schema=True)
+
+OUTPUT_SCHEMA_KEY: Final = "outputSchema"
+"""The key of the request's output schema in the metadata of the message that carries it."""
+
 
 def state_name(state: TaskState) -> str:
     """A task state as the A2A specification spells it (``input-required``...)."""
@@ -115,11 +145,21 @@ def _message_text(message: Message) -> str:
     return _parts_text(message.parts)
 
 
-def _data_of(part: Part) -> Mapping[str, JsonValue] | None:
-    if not part.HasField("data"):
-        return None
-    value: JsonValue = MessageToDict(part)["data"]
-    return {"data": value}
+def _whole(value: JsonValue) -> JsonValue:
+    """``value`` with its whole numbers as ints (protobuf's ``Value`` holds every number as a
+    double: an agent's ``3`` arrives as ``3.0``)."""
+    if isinstance(value, float):
+        return int(value) if value.is_integer() and abs(value) < 2**53 else value
+    if isinstance(value, list):
+        return [_whole(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _whole(item) for key, item in value.items()}
+    return value
+
+
+def _parts_data(parts: Iterable[Part]) -> list[JsonValue]:
+    """The values of the data parts among ``parts``, in order."""
+    return [_whole(MessageToDict(part)["data"]) for part in parts if part.HasField("data")]
 
 
 @final
@@ -133,11 +173,22 @@ class A2ATaskView:
     status_text: str = ""
     artifacts: dict[str, list[str]] = field(default_factory=dict[str, list[str]])
     """Artifact id -> its text chunks, in the order the artifacts first came."""
+    artifact_data: dict[str, list[JsonValue]] = field(default_factory=dict[str, list[JsonValue]])
+    """Artifact id -> the values of its data parts, in order."""
+    status_data: list[JsonValue] = field(default_factory=list[JsonValue])
+    """The values of the data parts of the last status message."""
 
     @property
     def output(self) -> str:
         """The artifacts' text (one artifact after another, separated by a newline)."""
         return "\n".join("".join(chunks) for chunks in self.artifacts.values())
+
+    @property
+    def data(self) -> list[JsonValue]:
+        """The values of the data parts: the artifacts' (one artifact after another), else
+        the last status message's."""
+        values = [value for chunk in self.artifact_data.values() for value in chunk]
+        return values or list(self.status_data)
 
     @property
     def state_name(self) -> str:
@@ -155,11 +206,13 @@ class A2ATaskView:
         self._take_status(task.status)
         if task.artifacts:
             self.artifacts = {a.artifact_id: [_parts_text(a.parts)] for a in task.artifacts}
+            self.artifact_data = {a.artifact_id: _parts_data(a.parts) for a in task.artifacts}
 
     def _take_status(self, status: TaskStatus) -> None:
         self.state = status.state
         if status.HasField("message"):
             self.status_text = _message_text(status.message)
+            self.status_data = _parts_data(status.message.parts)
 
     def take(self, event: StreamResponse) -> list[ProgressEvent]:
         """Fold ``event`` in; the progress it carries."""
@@ -184,31 +237,50 @@ class A2ATaskView:
     def _take_artifact(self, artifact: Artifact, append: bool) -> list[ProgressEvent]:
         events: list[ProgressEvent] = []
         text = _parts_text(artifact.parts)
+        data = _parts_data(artifact.parts)
         known = self.artifacts.get(artifact.artifact_id)
         if known is None:
             if self.artifacts and text:
                 events.append(TextProgress("\n"))
             self.artifacts[artifact.artifact_id] = [text]
+            self.artifact_data[artifact.artifact_id] = list(data)
         elif append:
             known.append(text)
+            self.artifact_data.setdefault(artifact.artifact_id, []).extend(data)
         else:
             known[:] = [text]
+            self.artifact_data[artifact.artifact_id] = list(data)
         if text:
             events.append(TextProgress(text))
-        for part in artifact.parts:
-            data = _data_of(part)
-            if data is not None:
-                events.append(OtherProgress("", data))
+        events.extend(OtherProgress("", {"data": value}) for value in data)
         return events
 
 
-def _outcome(view: A2ATaskView, child_id: str, cancel: CancelSignal) -> SubagentOutcome:
-    """The run's outcome from the task's final state."""
+def _answer(
+    child_id: str, text: str, data: list[JsonValue], schema: Mapping[str, JsonValue] | None
+) -> SubagentOutcome:
+    """``completed`` with ``text``; with an output schema, with the last of the data parts'
+    values ``data`` (else ``text`` parsed as JSON), validated against it."""
+    if schema is None:
+        return SubagentOutcome.completed(child_id, text)
+    if data:
+        return validated_outcome(child_id, data[-1], schema, what="the agent's data part")
+    return structured_outcome(child_id, text, schema)
+
+
+def _outcome(
+    view: A2ATaskView,
+    child_id: str,
+    cancel: CancelSignal,
+    schema: Mapping[str, JsonValue] | None = None,
+) -> SubagentOutcome:
+    """The run's outcome from the task's final state (``schema``: the request's output
+    schema)."""
     state = view.state
     said = f": {view.status_text}" if view.status_text else ""
     if state == TaskState.TASK_STATE_COMPLETED:
         output = view.output if view.artifacts else view.status_text
-        return SubagentOutcome.completed(child_id, output)
+        return _answer(child_id, output, view.data, schema)
     if state == TaskState.TASK_STATE_CANCELED:
         return SubagentOutcome.cancelled(child_id, cancel.reason or "the agent cancelled the task")
     if state in (TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_REJECTED):
@@ -263,6 +335,39 @@ def client_transport(http: httpx.AsyncClient, card: AgentCard) -> ClientTranspor
     )
 
 
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and what caused it, outermost first."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        yield cause
+        cause = cause.__cause__ or cause.__context__
+
+
+async def endpoint_refusal(http: httpx.AsyncClient, card: AgentCard) -> int | None:
+    """Whether the agent's endpoint (the interface of ``card`` a run would use) takes the
+    requests of ``http`` (its token): one cheap authenticated request, ``GetTask`` of a random
+    task id, which an agent that accepts the request answers with an error (task not found).
+    The HTTP status (401 or 403) when the endpoint refuses it; None when anything else
+    answers (the request got past its authentication). Raises ``A2AError`` when nothing
+    answers (or the card offers no usable interface)."""
+    transport = client_transport(http, card)
+    try:
+        await transport.get_task(GetTaskRequest(id=str(uuid.uuid4())))
+    except A2AError as exc:
+        causes = list(_causes(exc))
+        statuses = [c.response.status_code for c in causes if isinstance(c, httpx.HTTPStatusError)]
+        if statuses and statuses[0] in (401, 403):
+            return statuses[0]
+        if not statuses and any(isinstance(c, httpx.TransportError) for c in causes):
+            raise
+    finally:
+        with anyio.CancelScope(shield=True):
+            await transport.close()
+    return None
+
+
 class _A2ATurn:
     """One message to the agent and the task it makes: its events folded into ``view``, its
     progress into ``feed``, ``started`` called once the task (or a message answer) exists."""
@@ -283,6 +388,8 @@ class _A2ATurn:
         self.started = False
         self._cancel_timeout = cancel_timeout
         self._cancel_sent = False
+        self._schema: Mapping[str, JsonValue] | None = None
+        self._answer_data: list[JsonValue] = []
 
     def _started(self) -> None:
         if not self.started:
@@ -290,15 +397,26 @@ class _A2ATurn:
             self._on_started()
 
     async def run(
-        self, prompt: str, cancel: CancelSignal, what: str, context_id: str = ""
+        self,
+        prompt: str,
+        cancel: CancelSignal,
+        what: str,
+        context_id: str = "",
+        schema: Mapping[str, JsonValue] | None = None,
     ) -> SubagentOutcome:
-        """Send ``prompt`` (in ``context_id`` when given) and follow the task to its outcome."""
+        """Send ``prompt`` (in ``context_id`` when given; with the output ``schema`` in the
+        message's metadata and an instruction after the prompt) and follow the task to its
+        outcome."""
+        self._schema = schema
+        text = prompt if schema is None else f"{prompt}\n\n{output_instructions(schema)}"
         message = Message(
             role=Role.ROLE_USER,
             message_id=os.urandom(16).hex(),
             context_id=context_id,
-            parts=[Part(text=prompt)],
+            parts=[Part(text=text)],
         )
+        if schema is not None:
+            message.metadata.update({OUTPUT_SCHEMA_KEY: dict(schema)})
         stream = self.client.send_message_streaming(SendMessageRequest(message=message))
         return await self._follow(self.client, stream, cancel, what)
 
@@ -354,9 +472,9 @@ class _A2ATurn:
                     raise
                 answer, cause = None, exc
             if answer is not None:  # a plain message: the answer
-                return SubagentOutcome.completed(self.child_id, answer)
+                return _answer(self.child_id, answer, self._answer_data, self._schema)
             if view.final:
-                return _outcome(view, self.child_id, cancel)
+                return _outcome(view, self.child_id, cancel, self._schema)
             if not self.started:
                 raise A2AError(f"{what} ended the stream before it created a task")
             if resubscribed:
@@ -374,7 +492,7 @@ class _A2ATurn:
             with suppress(A2AError, httpx.HTTPError):
                 view.take_task(await client.get_task(GetTaskRequest(id=view.task_id)))
             if view.final:
-                return _outcome(view, self.child_id, cancel)
+                return _outcome(view, self.child_id, cancel, self._schema)
             stream = client.subscribe(SubscribeToTaskRequest(id=view.task_id))
 
     async def _read(self, stream: AsyncIterator[StreamResponse], view: A2ATaskView) -> str | None:
@@ -409,6 +527,7 @@ class _A2ATurn:
         message answer."""
         if event.WhichOneof("payload") == "message":
             answer = _message_text(event.message)
+            self._answer_data = _parts_data(event.message.parts)
             self._started()
             if answer:
                 self._feed.push(TextProgress(answer))
@@ -473,7 +592,9 @@ class A2ARun(ChildRun["A2AProvider"]):
         async with provider.open_client() as client:
             turn = _A2ATurn(client, self.id, self._feed, self._publish, provider.cancel_timeout)
             self._turn = turn
-            outcome = await turn.run(request.prompt, cancel, provider.what)
+            outcome = await turn.run(
+                request.prompt, cancel, provider.what, schema=request.output_schema
+            )
             await self._conclude(outcome)
 
     async def _stop_turn(self) -> None:
@@ -491,12 +612,18 @@ class A2AConversation(ChildConversation):
     _dispose_bound = _DISPOSE_BOUND
 
     def __init__(
-        self, provider: A2AProvider, context_id: str | None, child_id: str | None = None
+        self,
+        provider: A2AProvider,
+        context_id: str | None,
+        child_id: str | None = None,
+        schema: Mapping[str, JsonValue] | None = None,
     ) -> None:
         super().__init__(provider.name, child_id, dispose_bound=provider.dispose_timeout)
         self._provider = provider
         self.context_id = context_id or ""
         """The A2A context of the child's messages (empty until the agent names it)."""
+        self._first_schema = schema
+        """The output schema of the first message (the later ones have none)."""
 
     def _child_key(self) -> str:
         return self.context_id
@@ -509,8 +636,9 @@ class A2AConversation(ChildConversation):
                 message: str, cancel: CancelSignal, feed: ProgressFeed
             ) -> SubagentOutcome:
                 one = _A2ATurn(client, self.id, feed, lambda: None, provider.cancel_timeout)
+                schema, self._first_schema = self._first_schema, None
                 try:
-                    return await one.run(message, cancel, provider.what, self.context_id)
+                    return await one.run(message, cancel, provider.what, self.context_id, schema)
                 except (A2AError, httpx.HTTPError) as exc:
                     return SubagentOutcome.failed(
                         self.id, "infrastructure", f"{provider.what}: {exc}", exc
@@ -563,7 +691,7 @@ class A2AProvider(ChildProvider):
 
     @property
     def capabilities(self) -> SubagentCapabilities:
-        return SubagentCapabilities()
+        return _CAPABILITIES
 
     @property
     def what(self) -> str:
@@ -615,10 +743,10 @@ class A2AProvider(ChildProvider):
     ) -> A2AConversation:
         """Start a child whose later messages go to the same A2A context; ``request`` is its
         first message (its outcome is ``conversation.outcomes[0]``)."""
-        self._check_request(request, cancel)
+        self._check(request, cancel)
         child_id = self._child_id(request)
         conversation = await self._open_conversation(
-            lambda: A2AConversation(self, None, child_id), cancel
+            lambda: A2AConversation(self, None, child_id, request.output_schema), cancel
         )
         await conversation.send(request.prompt, cancel=cancel)
         return conversation
@@ -635,7 +763,12 @@ class A2AProvider(ChildProvider):
             lambda: A2AConversation(self, context_id, child), cancel
         )
 
-    async def start(self, request: SubagentRequest, *, cancel: CancelSignal) -> A2ARun:
+    def _check(self, request: SubagentRequest, cancel: CancelSignal) -> None:
         self._check_request(request, cancel)
+        if request.output_schema is not None:
+            check_output_schema(request.output_schema, provider=self._name)
+
+    async def start(self, request: SubagentRequest, *, cancel: CancelSignal) -> A2ARun:
+        self._check(request, cancel)
         run = self._new_run(A2ARun, request)
         return await self._start_run(run, request, cancel, what=self.what)

@@ -15,7 +15,12 @@ import jsonschema.validators
 from ..protocol.jsonrpc import JsonValue
 from .contract import SubagentError, SubagentErrorCode, SubagentOutcome
 
-__all__ = ("check_output_schema", "output_instructions", "structured_outcome")
+__all__ = (
+    "check_output_schema",
+    "output_instructions",
+    "structured_outcome",
+    "validated_outcome",
+)
 
 _FENCED: Final = re.compile(r"^\s*```(?:json)?\s*\n(.*?)\n\s*```\s*$", re.DOTALL)
 
@@ -62,6 +67,20 @@ def structured_outcome(
             return SubagentOutcome.failed(
                 child_id, "turn", f"the final answer is not JSON ({exc}): {text[:200]!r}", exc
             )
+    return validated_outcome(child_id, cast(JsonValue, value), schema, usage)
+
+
+def validated_outcome(
+    child_id: str,
+    value: JsonValue,
+    schema: Mapping[str, JsonValue],
+    usage: Mapping[str, JsonValue] | None = None,
+    *,
+    what: str = "the final answer",
+) -> SubagentOutcome:
+    """``completed`` with ``value`` when it matches ``schema``; else ``failed`` (kind
+    ``turn``) naming what is wrong (``what``: the answer, in that message). For an answer that
+    is already JSON (an A2A agent's data part); :func:`structured_outcome` parses text first."""
     errors = sorted(
         jsonschema.validators.validator_for(dict(schema))(dict(schema)).iter_errors(value),
         key=lambda error: list(error.absolute_path),
@@ -72,8 +91,8 @@ def structured_outcome(
             for error in errors[:5]
         )
         return SubagentOutcome.failed(
-            child_id, "turn", f"the final answer does not match the output schema: {details}"
+            child_id, "turn", f"{what} does not match the output schema: {details}"
         )
     return SubagentOutcome.completed(
-        child_id, cast(JsonValue, value), usage=dict(usage) if usage is not None else None
+        child_id, value, usage=dict(usage) if usage is not None else None
     )

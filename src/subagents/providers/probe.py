@@ -454,20 +454,35 @@ ChildProbe: TypeAlias = Callable[
 model API the agent would use (None when it is not ready or cannot say)."""
 
 
+def _a2a_token_hint(spec: AgentSpec) -> str:
+    if spec.token_env is None:
+        return 'the agent wants a token: set token_env = "VARIABLE" holding it'
+    return f"set ${spec.token_env} to a token the agent accepts"
+
+
 async def _probe_a2a(
     spec: AgentSpec, timeout: float, login: NotReady | None
 ) -> tuple[ProbeResult, ModelApi | None]:
-    """An ``a2a`` entry: fetch its agent card (``unreachable``, ``needs credentials`` on a 401
-    or 403, else ``ok`` with the card's name, version, skills and streaming support)."""
+    """An ``a2a`` entry: fetch its agent card, then make one cheap authenticated request to
+    the endpoint the card names (``GetTask`` of a random id: "task not found" means the token
+    is accepted). ``unreachable``; ``needs credentials`` on a 401 or 403 to either (the card
+    may be public while the endpoint wants a token), or when ``token_env`` is not set; else
+    ``ok`` with the card's name, version, skills and streaming support."""
     del login
     try:
+        import httpx
         from a2a.client.errors import AgentCardResolutionError
+        from a2a.utils.errors import A2AError
 
-        from .a2a import A2AProvider
+        from .a2a import A2AProvider, endpoint_refusal, fetch_card
     except ImportError as exc:
         return ProbeResult(spec.name, spec.provider, "failed", _reason(exc)), None
     if spec.url is None:
         return ProbeResult(spec.name, spec.provider, "failed", "no url"), None
+    if spec.token_env is not None and not os.environ.get(spec.token_env):
+        reason = f"${spec.token_env} (token_env) is not set"
+        hint = f"set ${spec.token_env} to the agent's token"
+        return ProbeResult(spec.name, spec.provider, "needs credentials", reason, hint=hint), None
     card_url = spec.options.get("card_url")
     provider = A2AProvider(
         spec.url,
@@ -479,21 +494,39 @@ async def _probe_a2a(
     started = time.monotonic()
     try:
         with anyio.fail_after(timeout):
-            card = await provider.card()
+            async with provider.http_client() as http:
+                card = await fetch_card(http, provider.url, provider.card_url)
+                start_ms = _ms(started)
+                try:
+                    refused = await endpoint_refusal(http, card)
+                except (A2AError, httpx.HTTPError) as exc:
+                    reason = (
+                        f"the card was fetched, but its endpoint did not answer: {_reason(exc)}"
+                    )
+                    hint = (
+                        "check the endpoint URL in the agent's card: this machine cannot reach it"
+                    )
+                    return ProbeResult(
+                        spec.name, spec.provider, "failed", one_line(reason), hint=hint
+                    ), None
     except AgentCardResolutionError as exc:
         if exc.status_code in (401, 403):
-            hint = (
-                'the agent wants a token: set token_env = "VARIABLE" holding it'
-                if spec.token_env is None
-                else f"set ${spec.token_env} to a token the agent accepts"
-            )
             return ProbeResult(
-                spec.name, spec.provider, "needs credentials", _reason(exc), hint=hint
+                spec.name,
+                spec.provider,
+                "needs credentials",
+                _reason(exc),
+                hint=_a2a_token_hint(spec),
             ), None
         status: ProbeStatus = "unreachable" if exc.status_code is None else "failed"
         hint = f"start the A2A agent at {spec.url}, or fix the entry's url"
         return ProbeResult(spec.name, spec.provider, status, _reason(exc), hint=hint), None
-    start_ms = _ms(started)
+    if refused is not None:
+        sent = "the token" if spec.token_env is not None else "the request without a token"
+        reason = f"the agent's endpoint refused {sent} (HTTP {refused} to GetTask)"
+        return ProbeResult(
+            spec.name, spec.provider, "needs credentials", reason, hint=_a2a_token_hint(spec)
+        ), None
     streaming = bool(card.capabilities.streaming)
     skills = [{"id": skill.id, "name": skill.name} for skill in card.skills]
     summary = (

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import a2a_bench
 import remote
 import stall
 
@@ -218,12 +219,18 @@ def load(
     path: Path,
 ) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
     """(meta, driver runs, end, extra: ``imports`` rounds, the ``importtime`` breakdown and
-    the ``stall`` repetitions, the ``remote`` runs; a raw file from before a kind existed just
-    lacks it)."""
+    the ``stall`` repetitions, the ``remote`` and ``a2a`` runs; a raw file from before a kind
+    existed just lacks it)."""
     meta: dict[str, Any] = {}
     end: dict[str, Any] = {}
     runs: list[dict[str, Any]] = []
-    extra: dict[str, Any] = {"imports": [], "importtime": {}, "stall": [], "remote": []}
+    extra: dict[str, Any] = {
+        "imports": [],
+        "importtime": {},
+        "stall": [],
+        "remote": [],
+        "a2a": [],
+    }
     for line in path.read_text().splitlines():
         if not line.strip():
             continue
@@ -243,6 +250,8 @@ def load(
             extra["stall"].append(rec)
         elif kind == "remote":
             extra["remote"].append(rec)
+        elif kind == "a2a":
+            extra["a2a"].append(rec)
     return meta, runs, end, extra
 
 
@@ -720,6 +729,11 @@ def render(
             "Then the remote bench (loopback HTTP and WebSocket vs stdio, ours vs the official "
             "SDK) runs its own repetitions in fresh processes (its section below)."
         )
+    if extra.get("a2a"):
+        add(
+            "Then the A2A bench (`A2AProvider` vs the `a2a-sdk`'s own client on one server) "
+            "runs its own repetitions in fresh processes (its section below)."
+        )
     total = end.get("total_s")
     if total is not None:
         add(f"The whole run took {total:.0f} s.")
@@ -838,6 +852,9 @@ def render(
 
     remote_records: list[dict[str, Any]] = extra.get("remote") or []
     L.extend(remote.section(remote_records, context=remote.section_context(remote_records)))
+
+    a2a_records: list[dict[str, Any]] = extra.get("a2a") or []
+    L.extend(a2a_bench.section(a2a_records, context=a2a_bench.section_context(a2a_records)))
 
     add("## Targets (issue 17: paired ratios against the floor, same repetition; the stall in ms)")
     add("")

@@ -11,7 +11,9 @@ repetitions, the event-loop stall bench (``bench/stall.py``: a 1 ms heartbeat be
 ACP child's start, a fresh process per repetition, asyncio and trio interleaved) runs its own
 repetitions (``--stall-reps``), then the remote bench (``bench/remote.py``: round trip, stream
 and connect over loopback HTTP and WebSocket vs stdio, ours vs the official SDK's client and
-server, every configuration once per repetition in a new random order; ``--remote-reps``).
+server, every configuration once per repetition in a new random order; ``--remote-reps``), then
+the A2A bench (``bench/a2a.py``: start → first output and a short turn through ``A2AProvider``
+vs the ``a2a-sdk``'s own client on the same server, fresh client processes; ``--a2a-reps``).
 Raw JSON lines go to ``bench/results/raw-<timestamp>.jsonl``.
 The rendered summary is written to ``--out FILE`` only when it is given (``--out BENCHMARKS.md``
 updates the tracked summary); without it the summary goes to stdout (progress and the raw
@@ -44,6 +46,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+import a2a_bench
 import remote
 import render
 import stall
@@ -399,6 +402,14 @@ def main() -> int:
         "repetition, in a new random order), run after the stall bench (default 5, quick 1; "
         "0: skip)",
     )
+    ap.add_argument(
+        "--a2a-reps",
+        type=int,
+        default=None,
+        help="repetitions of the A2A bench (bench/a2a.py: one server, both clients in a new "
+        "random order, fresh client processes), run after the remote bench (default 5, quick 1; "
+        "0: skip)",
+    )
     args = ap.parse_args()
 
     quick: bool = args.quick
@@ -414,6 +425,7 @@ def main() -> int:
     rounds_per_rep = -(-import_rounds // reps) if import_rounds > 0 else 0
     stall_reps: int = args.stall_reps if args.stall_reps is not None else (2 if quick else 5)
     remote_reps: int = args.remote_reps if args.remote_reps is not None else (1 if quick else 5)
+    a2a_reps: int = args.a2a_reps if args.a2a_reps is not None else (1 if quick else 5)
     t_start = time.perf_counter()
 
     project_python = Path(sys.executable)
@@ -475,6 +487,8 @@ def main() -> int:
         command += f" --stall-reps {stall_reps}"
     if args.remote_reps is not None:
         command += f" --remote-reps {remote_reps}"
+    if args.a2a_reps is not None:
+        command += f" --a2a-reps {a2a_reps}"
 
     pythons: dict[str, Path] = {}
     timer_bin = startup.gnu_time()
@@ -511,6 +525,7 @@ def main() -> int:
         "import_rounds": rounds_per_rep * reps,
         "stall_reps": stall_reps,
         "remote_reps": remote_reps,
+        "a2a_reps": a2a_reps,
         "import_cmds": {
             c.key: {"label": c.label, "command": c.shown()}
             for c in startup.IMPORT_CMDS
@@ -611,6 +626,8 @@ def main() -> int:
             run_stall(raw, stall_reps, rng, quiet_wait, budget - (time.perf_counter() - t_start))
         if remote_reps > 0:
             run_remote(raw, remote_reps, rng, quiet_wait, quick)
+        if a2a_reps > 0:
+            run_a2a(raw, a2a_reps, rng, quiet_wait, quick)
         if pythons:
             log("python -X importtime breakdowns")
             wait_quiet(quiet_wait)
@@ -694,6 +711,29 @@ def run_remote(raw: TextIO, reps: int, rng: random.Random, quiet_wait: float, qu
         remote.QUICK if quick else remote.FULL,
         gate=lambda: wait_quiet(quiet_wait),
         left_s=remote.QUICK_BUDGET_S if quick else remote.BUDGET_S,
+        log=log,
+    )
+
+
+def run_a2a(raw: TextIO, reps: int, rng: random.Random, quiet_wait: float, quick: bool) -> None:
+    """The A2A bench (``bench/a2a.py``): ``reps`` repetitions, each one server and both clients
+    (ours, the SDK's) in a new random order, the quiet gate before each client; an ``a2a``
+    record per client run. It has a budget of its own (``a2a_bench.BUDGET_S``)."""
+    err = probe_import(
+        Path(sys.executable),
+        "import subagents.providers.a2a, a2a.client, a2a.server.routes, hypercorn, starlette",
+    )
+    if err is not None:
+        log(f"A2A bench skipped: {err}")
+        raw.write(json.dumps({"kind": "a2a", "skipped": f"not importable: {err}"}) + "\n")
+        return
+    a2a_bench.run_reps(
+        raw,
+        reps,
+        rng,
+        a2a_bench.QUICK if quick else a2a_bench.FULL,
+        gate=lambda: wait_quiet(quiet_wait),
+        left_s=a2a_bench.QUICK_BUDGET_S if quick else a2a_bench.BUDGET_S,
         log=log,
     )
 

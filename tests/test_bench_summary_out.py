@@ -22,6 +22,8 @@ QUICK = [
     "0",
     "--remote-reps",
     "0",
+    "--a2a-reps",
+    "0",
     "--quiet-wait",
     "0",
 ]

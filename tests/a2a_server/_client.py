@@ -83,14 +83,18 @@ async def send(
     *,
     context_id: str | None = None,
     on_chunk: Callable[[Turn], Awaitable[None]] | None = None,
+    metadata: dict[str, Any] | None = None,
 ) -> Turn:
-    """Send ``text`` (in ``context_id`` when given) and collect the streamed events until the
-    stream ends; ``on_chunk`` is awaited after each artifact update."""
+    """Send ``text`` (in ``context_id`` when given, with the message's ``metadata`` when
+    given) and collect the streamed events until the stream ends; ``on_chunk`` is awaited
+    after each artifact update."""
     from a2a.types import Message, Part, Role, SendMessageRequest
 
     message = Message(message_id=uuid.uuid4().hex, role=Role.ROLE_USER, parts=[Part(text=text)])
     if context_id is not None:
         message.context_id = context_id
+    if metadata is not None:
+        message.metadata.update(metadata)
     turn = Turn()
     async for event in client.send_message(SendMessageRequest(message=message)):
         if event.HasField("task"):

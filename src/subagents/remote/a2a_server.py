@@ -24,6 +24,23 @@ from the child's remote id, then ``send``: its answer arrives as one artifact, n
 else it starts a new child. ``tasks/cancel`` fires the turn's cancel signal and waits (bounded)
 for the turn to settle. At most ``max_tasks`` turns run at once; one more is rejected.
 
+Structured output (what :class:`~subagents.providers.a2a.A2AProvider` sends): a message whose
+metadata carries ``outputSchema`` (``OUTPUT_SCHEMA_KEY``) asks for a JSON value matching that
+schema; one that is not a JSON object, or not a valid JSON schema, is rejected saying why.
+When the message starts a child and the provider supports ``output_schema``, the schema goes
+to it as ``SubagentRequest.output_schema`` and the instruction the client appended to the
+prompt (a blank line, then the shared
+:func:`~subagents.providers.output_schema.output_instructions`) is taken off, so the child is
+not told twice. It is taken off only when the text ends with exactly that suffix (the schema
+as read back from protobuf's ``Struct``, its whole numbers written as ints or every number as
+a float); otherwise the prompt is left as it is (the child reads the instruction twice, which
+is harmless). When the provider lacks ``output_schema``, or the message continues a child (a
+child's schema is fixed when it starts), the prompt keeps its instruction and the answer is
+the text, which the client parses as JSON. A completed turn whose output is
+structured (not text) adds it to the ``response`` artifact as a data part, after the streamed
+text (or after the JSON as text when nothing streamed). The card's ``defaultOutputModes``
+include ``application/json`` only when the provider supports ``output_schema``.
+
 Tasks are kept by a :class:`~subagents.remote.a2a_tasks.BoundedTaskStore`: every running
 task, the ``max_stored_tasks`` most recently used terminal ones (a ``GetTask`` of one evicted
 answers "task not found"), and input-required/auth-required ones idle for less than
@@ -36,6 +53,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import json
 import logging
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, MutableMapping
@@ -45,12 +63,14 @@ from typing import TYPE_CHECKING, Any, Final, cast, final
 
 import anyio
 
+from ..protocol.jsonrpc import JsonValue
 from ..providers.contract import (
     CancelSignal,
     ContinuableProvider,
     Continuation,
     ProgressEvent,
     SubagentError,
+    SubagentErrorCode,
     SubagentOutcome,
     SubagentProvider,
     SubagentRequest,
@@ -58,6 +78,7 @@ from ..providers.contract import (
     ToolCallProgress,
     ToolResultProgress,
 )
+from ..providers.output_schema import check_output_schema, output_instructions
 from .server import (  # the ACP server's listener and host rules, shared
     GRACEFUL_TIMEOUT,
     _listen,  # pyright: ignore[reportPrivateUsage]
@@ -69,6 +90,7 @@ if TYPE_CHECKING:
     from a2a.server.agent_execution import RequestContext
     from a2a.server.events import EventQueue
     from a2a.server.tasks import TaskUpdater
+    from a2a.types import Message
 
     from ..config import AgentSpec
     from .a2a_tasks import BoundedTaskStore
@@ -160,13 +182,31 @@ class ProviderExecutor:
             why = "the server is shutting down" if self._draining else "too many tasks at once"
             await updater.reject(updater.new_agent_message([_text_part(why)]))
             return
+        try:
+            schema = _requested_schema(context.message, provider=self.provider.name)
+        except SubagentError as exc:
+            await updater.reject(updater.new_agent_message([_text_part(exc.message)]))
+            return
+        child = self._continuable_child(context_id)
+        if (
+            schema is not None
+            and child is None
+            and self.provider.capabilities.supports("output_schema")
+        ):
+            prompt = _without_instructions(prompt, schema)
+        else:
+            schema = None
         if not prompt.strip():
             await updater.reject(updater.new_agent_message([_text_part("no text in the message")]))
             return
         turn = _Turn(CancelSignal())
         self._turns[task_id] = turn
         try:
-            outcome = await self._turn(context_id, prompt, turn.signal, updater)
+            if child is not None:
+                provider, known = child
+                outcome = await self._continue(provider, known, prompt, turn.signal, updater)
+            else:
+                outcome = await self._start(context_id, prompt, schema, turn.signal, updater)
             await _finish(updater, outcome)
         finally:
             del self._turns[task_id]
@@ -196,9 +236,8 @@ class ProviderExecutor:
         for child in children:
             await _release(child)
 
-    async def _turn(
-        self, context_id: str, prompt: str, signal: CancelSignal, updater: TaskUpdater
-    ) -> SubagentOutcome | str:
+    def _continuable_child(self, context_id: str) -> tuple[ContinuableProvider, _Child] | None:
+        """The context's child when a message there continues it (else a new child starts)."""
         child = self._children.get(context_id)
         provider = self.provider
         if (
@@ -206,9 +245,20 @@ class ProviderExecutor:
             and child.remote_id is not None
             and isinstance(provider, ContinuableProvider)
         ):
-            return await self._continue(provider, child, prompt, signal, updater)
+            return provider, child
+        return None
+
+    async def _start(
+        self,
+        context_id: str,
+        prompt: str,
+        schema: dict[str, JsonValue] | None,
+        signal: CancelSignal,
+        updater: TaskUpdater,
+    ) -> SubagentOutcome | str:
+        request = SubagentRequest(prompt, output_schema=schema)
         try:
-            run = await provider.start(SubagentRequest(prompt), cancel=signal)
+            run = await self.provider.start(request, cancel=signal)
         except SubagentError as exc:
             return exc.message
         try:
@@ -216,8 +266,8 @@ class ProviderExecutor:
             streamed = await _stream(run.progress(), updater)
             outcome = await run.result()
             self._remember(context_id, _Child(getattr(run, "remote_id", None) or None))
-            if outcome.status == "completed" and not streamed and outcome.output:
-                await _add_output(updater, outcome)
+            if outcome.status == "completed":
+                await _add_output(updater, outcome, streamed=streamed)
             return outcome
         finally:
             with anyio.CancelScope(shield=True), anyio.move_on_after(self.cancel_timeout):
@@ -241,8 +291,8 @@ class ProviderExecutor:
         await updater.start_work()
         outcome = await child.continuation.send(prompt, cancel=signal)
         child.remote_id = child.continuation.remote_id
-        if outcome.output and outcome.status == "completed":
-            await _add_output(updater, outcome)
+        if outcome.status == "completed":
+            await _add_output(updater, outcome, streamed=False)
         return outcome
 
     def _remember(self, context_id: str, child: _Child) -> None:
@@ -258,6 +308,54 @@ async def _release(child: _Child) -> None:
     if child.continuation is not None:
         with anyio.CancelScope(shield=True), anyio.move_on_after(15.0):
             await child.continuation.dispose()
+
+
+def _whole(value: JsonValue) -> JsonValue:
+    """``value`` with its whole numbers as ints (protobuf's ``Struct`` holds every number as a
+    double: a schema's ``"minimum": 3`` arrives as ``3.0``)."""
+    if isinstance(value, float):
+        return int(value) if value.is_integer() and abs(value) < 2**53 else value
+    if isinstance(value, list):
+        return [_whole(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _whole(item) for key, item in value.items()}
+    return value
+
+
+def _requested_schema(message: Message | None, *, provider: str) -> dict[str, JsonValue] | None:
+    """The output schema the message's metadata asks for (whole numbers as ints), ``None``
+    when it asks for none. ``SubagentError(INVALID_REQUEST)`` when it is not a JSON object or
+    not a valid JSON schema."""
+    from google.protobuf.json_format import MessageToDict
+
+    from ..providers.a2a import OUTPUT_SCHEMA_KEY
+
+    if message is None or OUTPUT_SCHEMA_KEY not in message.metadata:
+        return None
+    raw = _whole(cast(JsonValue, MessageToDict(message.metadata)[OUTPUT_SCHEMA_KEY]))
+    if not isinstance(raw, dict):
+        raise SubagentError(
+            SubagentErrorCode.INVALID_REQUEST,
+            f"the message's {OUTPUT_SCHEMA_KEY} metadata is not a JSON object (a JSON schema)",
+            provider=provider,
+        )
+    check_output_schema(raw, provider=provider)
+    return raw
+
+
+def _without_instructions(prompt: str, schema: dict[str, JsonValue]) -> str:
+    """``prompt`` without the output-schema instruction an A2A client appended to it (the
+    shared :func:`output_instructions` after a blank line, as ``A2AProvider`` sends it); as it
+    is when it does not end with exactly that (for the schema with whole numbers as ints, as
+    read, or with every number a float, as protobuf holds them)."""
+    floats = cast(JsonValue, json.loads(json.dumps(schema), parse_int=float))
+    for form in (schema, floats):
+        suffix = output_instructions(cast("dict[str, JsonValue]", form))
+        if prompt == suffix:
+            return ""
+        if prompt.endswith(f"\n\n{suffix}"):
+            return prompt[: -len(suffix) - 2]
+    return prompt
 
 
 def _text_part(text: str) -> Any:
@@ -304,12 +402,26 @@ def _note(event: object) -> str:
     return text if isinstance(text, str) else ""
 
 
-async def _add_output(updater: TaskUpdater, outcome: SubagentOutcome) -> None:
+async def _add_output(updater: TaskUpdater, outcome: SubagentOutcome, *, streamed: bool) -> None:
+    """Publish a completed turn's output in the response artifact: its text when none streamed;
+    a structured output (not text) as a data part, after the streamed text (appended), else
+    after its JSON as text."""
     from a2a.helpers.proto_helpers import new_data_part
 
     output = outcome.output
-    part = _text_part(output) if isinstance(output, str) else new_data_part(output)
-    await updater.add_artifact([part], artifact_id=RESPONSE_ARTIFACT, name=RESPONSE_ARTIFACT)
+    if output is None or output == "":
+        return
+    if isinstance(output, str):
+        if not streamed:
+            await updater.add_artifact(
+                [_text_part(output)], artifact_id=RESPONSE_ARTIFACT, name=RESPONSE_ARTIFACT
+            )
+        return
+    parts = [] if streamed else [_text_part(json.dumps(output, ensure_ascii=False))]
+    parts.append(new_data_part(output))
+    await updater.add_artifact(
+        parts, artifact_id=RESPONSE_ARTIFACT, name=RESPONSE_ARTIFACT, append=streamed
+    )
 
 
 async def _finish(updater: TaskUpdater, outcome: SubagentOutcome | str) -> None:
@@ -325,8 +437,13 @@ async def _finish(updater: TaskUpdater, outcome: SubagentOutcome | str) -> None:
         await updater.failed(updater.new_agent_message([_text_part(why)]))
 
 
-def agent_card_json(spec: AgentSpec, url: str, *, token: bool) -> dict[str, Any]:
-    """The agent card for the registry entry ``spec`` served at ``url`` (A2A's JSON form)."""
+def agent_card_json(
+    spec: AgentSpec, url: str, *, token: bool, output_schema: bool = False
+) -> dict[str, Any]:
+    """The agent card for the registry entry ``spec`` served at ``url`` (A2A's JSON form).
+
+    ``output_schema``: the provider supports an output schema (the message's ``outputSchema``
+    metadata): the default output modes add ``application/json`` (a data part) to text."""
     from importlib.metadata import version
 
     from a2a.utils.constants import PROTOCOL_VERSION_CURRENT
@@ -340,7 +457,9 @@ def agent_card_json(spec: AgentSpec, url: str, *, token: bool) -> dict[str, Any]
         ],
         "capabilities": {"streaming": True, "pushNotifications": False},
         "defaultInputModes": ["text/plain"],
-        "defaultOutputModes": ["text/plain", "application/json"],
+        "defaultOutputModes": ["text/plain", "application/json"]
+        if output_schema
+        else ["text/plain"],
         "skills": [
             {
                 "id": spec.name,
@@ -453,7 +572,11 @@ async def serve_a2a_http(
         executor = ProviderExecutor(provider, max_tasks=max_tasks)
         server = A2AServer(host, bound, executor, store)
         advertised = public_url or server.url
-        card = ParseDict(agent_card_json(spec, advertised, token=token is not None), AgentCard())
+        structured = provider.capabilities.supports("output_schema")
+        card_json = agent_card_json(
+            spec, advertised, token=token is not None, output_schema=structured
+        )
+        card = ParseDict(card_json, AgentCard())
     except BaseException:
         sock.close()
         raise

@@ -26,6 +26,7 @@ from subagents.providers import (
     SubagentOutcome,
     SubagentProvider,
     SubagentRequest,
+    TextProgress,
 )
 from subagents.providers.claude_code import ClaudeCodeProvider, ClaudeCodeRun
 from subagents.testing import (
@@ -278,6 +279,35 @@ async def test_the_signal_interrupts_the_turn(tmp_path: Path) -> None:
         if m.get("type") == "control_request" and m["request"]["subtype"] == "interrupt"
     ]
     assert interrupts
+
+
+async def test_disposing_a_running_turn_interrupts_it_and_the_cli_exits_by_itself(
+    tmp_path: Path,
+) -> None:
+    """Issue 17 (the suite waited on this) and the module's rule "dispose() of a running turn
+    interrupts it (bounded), closes stdin": the CLI gets the ``interrupt`` (the signal's own
+    request, not cancelled on its way out by the disposal), ends the turn, and exits on stdin
+    EOF by itself (the fake records the EOF; a CLI still in its turn would have been
+    signalled after the close timeout, recording nothing)."""
+    async with provider(tmp_path) as made:
+        run = await made.start(SubagentRequest("[[stall]]"), cancel=CancelSignal())
+        feed = run.progress()
+        assert feed is not None
+        with anyio.fail_after(30):
+            async for event in feed:
+                if isinstance(event, TextProgress):
+                    break  # the turn streams: the CLI is in it
+            await run.dispose()
+        outcome = await run.result()
+    assert outcome.status == "cancelled"
+    messages = received(tmp_path)
+    interrupts = [
+        m
+        for m in messages
+        if m.get("type") == "control_request" and m["request"]["subtype"] == "interrupt"
+    ]
+    assert len(interrupts) == 1
+    assert messages[-1] == {"eof": True}
 
 
 async def test_a_crash_fails_the_run_with_the_exit_status_and_stderr(tmp_path: Path) -> None:

@@ -101,6 +101,8 @@ __all__ = (
     "tool_filter_hook",
 )
 
+_INTERRUPT_GRACE: Final = 3.0
+"""How long ``dispose()`` lets an interrupted turn end and its CLI exit on its own."""
 _DISPOSE_BOUND: Final = 20.0
 """Bound on waiting for a run's task (interrupt, stdin closed, then the ladder) to finish."""
 
@@ -339,6 +341,15 @@ class ClaudeCodeRun(ChildRun["ClaudeCodeProvider"]):
     def _on_session(self, session_id: str) -> None:
         self.session_id = session_id
         self._publish()
+
+    async def _stop_turn(self) -> None:
+        # The run's signal (fired by dispose() just before) interrupts the turn: the CLI
+        # answers with its result and the run's task leaves by itself, closing stdin. Its
+        # scope is cancelled only after this grace: cancelled first, it would take the
+        # connection's reader with it, and the interrupted turn would wait (bounded) for a
+        # result nobody reads, then the CLI, still in its turn, for the stdin close timeout.
+        with anyio.move_on_after(_INTERRUPT_GRACE):
+            await self._finished.wait()
 
     async def _run(
         self, provider: ClaudeCodeProvider, request: SubagentRequest, cancel: CancelSignal

@@ -74,7 +74,8 @@ class TurnState:
         self.result: ClaudeResult | None = None
         self.settled = anyio.Event()  # the CLI is done with this turn (result seen, or lost)
         self.interrupt_requested = False
-        """An ``interrupt`` was sent for this turn (by ``cancel()``, overflow or leaving)."""
+        """An ``interrupt`` for this turn was written (by ``cancel()``, overflow or leaving the
+        turn's block); one cancelled before it left does not count, so the next may send it."""
 
     @property
     def done(self) -> bool:
@@ -156,6 +157,19 @@ class ClaudeWire:
         request_id = f"req_{self._counter}_{secrets.token_hex(4)}"
         message = control_request(request_id, subtype, fields)
         return await self._pending.call(request_id, lambda: self.send(message), timeout)
+
+    async def interrupt(self, state: TurnState, timeout: float) -> JsonObject:
+        """Send ``interrupt`` for ``state``'s turn (its answer, as :meth:`control`); the turn's
+        ``interrupt_requested`` is set once the request is written."""
+        self._counter += 1
+        request_id = f"req_{self._counter}_{secrets.token_hex(4)}"
+        message = control_request(request_id, "interrupt", {})
+
+        async def send() -> None:
+            await self.send(message)
+            state.interrupt_requested = True
+
+        return await self._pending.call(request_id, send, timeout)
 
     async def close_stdin(self) -> None:
         async with self._send_lock:

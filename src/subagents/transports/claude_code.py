@@ -243,8 +243,7 @@ class ClaudeTurn:
         state = self._state
         if state.settled.is_set() or self._wire.turn is not state or self._wire.lost is not None:
             return
-        state.interrupt_requested = True
-        await self._wire.control("interrupt", CONTROL_TIMEOUT, {})
+        await self._wire.interrupt(state, CONTROL_TIMEOUT)
 
     async def wait(self) -> ClaudeResult:
         """Deprecated: :meth:`result` (the name every turn shares)."""
@@ -364,10 +363,11 @@ class ClaudeConnection:
         turn that does not finish in time fails with ``TimeoutError``."""
         bound = CANCELLED_EXIT_TIMEOUT if cancelled else INTERRUPT_SETTLE_TIMEOUT
         with anyio.CancelScope(shield=True), anyio.move_on_after(bound):
+            # Not sent yet (or a ``cancel()`` was cancelled before its request left, as when
+            # a disposal fires the signal and cancels the run's task at once): send it now.
             if self._wire.lost is None and not state.interrupt_requested:
-                state.interrupt_requested = True
                 with suppress(ClaudeControlError, ClaudeConnectionError, TimeoutError):
-                    await self.control("interrupt", timeout=bound)
+                    await self._wire.interrupt(state, bound)
             await state.settled.wait()
         state.fail(TimeoutError(f"the CLI did not finish the interrupted turn within {bound:g} s"))
 
@@ -376,9 +376,8 @@ class ClaudeConnection:
         wire = self._wire
         if wire.lost is not None or wire.turn is not state or state.interrupt_requested:
             return
-        state.interrupt_requested = True
         with suppress(ClaudeControlError, ClaudeConnectionError, TimeoutError):
-            await self.control("interrupt", timeout=INTERRUPT_SETTLE_TIMEOUT)
+            await self._wire.interrupt(state, INTERRUPT_SETTLE_TIMEOUT)
 
 
 # ---------------------------------------------------------------- connect

@@ -7,6 +7,7 @@ into a :class:`Turn`; :func:`get_task` and :func:`cancel` ask about a task by id
 
 from __future__ import annotations
 
+import ssl
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -52,12 +53,16 @@ class Turn:
 
 
 @asynccontextmanager
-async def a2a_client(url: str, token: str | None = None) -> AsyncIterator[Any]:
-    """A streaming SDK client for the agent at ``url`` (its card fetched from there)."""
+async def a2a_client(
+    url: str, token: str | None = None, *, verify: ssl.SSLContext | bool = True
+) -> AsyncIterator[Any]:
+    """A streaming SDK client for the agent at ``url`` (its card fetched from there);
+    ``verify``: how its HTTP client checks an ``https://`` server (a context trusting the
+    test's certificate)."""
     from a2a.client import ClientConfig, create_client
 
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    async with httpx.AsyncClient(headers=headers, timeout=30.0) as http:
+    async with httpx.AsyncClient(headers=headers, timeout=30.0, verify=verify) as http:
         client = await create_client(url, ClientConfig(streaming=True, httpx_client=http))
         try:
             yield client

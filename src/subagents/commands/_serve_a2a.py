@@ -3,8 +3,9 @@
 The entry named by ``--agent`` (any provider: ACP command, Codex, Claude Code, spawn, fork)
 is built with :func:`~subagents.providers.factory.build_provider` and served by
 :func:`~subagents.remote.a2a_server.serve_a2a_http` on asyncio (the SDK's server is
-asyncio-based). When ready it writes ``listening on http://HOST:PORT/ (card: URL)`` to stderr;
-SIGTERM or SIGINT drains (turns cancelled and settled, children reaped) and exits 0.
+asyncio-based). ``--tls-cert``/``--tls-key`` serve HTTPS, as for ``--listen``. When ready it
+writes ``listening on http://HOST:PORT/ (card: URL)`` (``https`` with TLS) to stderr; SIGTERM
+or SIGINT drains (turns cancelled and settled, children reaped) and exits 0.
 """
 
 from __future__ import annotations
@@ -33,6 +34,14 @@ class _Bounds:
     drain_timeout: float
 
 
+@dataclass(frozen=True, slots=True)
+class _Tls:
+    """The PEM files HTTPS is served with (both or neither)."""
+
+    cert: Path | None
+    key: Path | None
+
+
 def run_a2a(args: argparse.Namespace) -> int:
     """Serve until SIGTERM or SIGINT, then drain; 2 on bad options (one line saying why)."""
     try:
@@ -43,16 +52,19 @@ def run_a2a(args: argparse.Namespace) -> int:
             "subagents serve: --a2a needs the a2a extra: pip install 'subagents[a2a]'\n"
         )
         return 2
+    from hypercorn.config import Config
+
     from ..config import ConfigError, load_agents
     from ..remote import RemoteServerConfigError, check_listen_address
+    from ..remote.server import configure_tls
     from .serve import ServeConfigError, parse_listen, read_token
 
     try:
         host, port = parse_listen(args.a2a)
         token = read_token(args)
         check_listen_address(host, token)
-        if args.tls_cert is not None or args.tls_key is not None:
-            raise ServeConfigError("--a2a does not serve TLS: put a TLS proxy in front")
+        # The certificate and key are checked now, before the agent is built (as --listen's).
+        configure_tls(Config(), args.tls_cert, args.tls_key)
         if args.max_tasks < 1:
             raise ServeConfigError("--max-tasks must be at least 1")
         if args.max_stored_tasks < 1:
@@ -76,6 +88,7 @@ def run_a2a(args: argparse.Namespace) -> int:
             token,
             _Bounds(args.max_tasks, args.max_stored_tasks, args.drain_timeout),
             args.public_url,
+            _Tls(args.tls_cert, args.tls_key),
         )
     except (RemoteServerConfigError, ConfigError) as exc:
         sys.stderr.write(f"subagents serve: {exc}\n")
@@ -92,6 +105,7 @@ async def _serve(
     token: str | None,
     bounds: _Bounds,
     public_url: str | None,
+    tls: _Tls,
 ) -> None:
     from ..providers.factory import build_provider
     from ..remote.a2a_server import serve_a2a_http
@@ -109,6 +123,8 @@ async def _serve(
                 drain_timeout=bounds.drain_timeout,
                 public_url=public_url,
                 max_stored_tasks=bounds.max_stored_tasks,
+                tls_certfile=tls.cert,
+                tls_keyfile=tls.key,
             ) as server,
         ):
             sys.stderr.write(f"listening on {server.url} (card: {server.card_url})\n")

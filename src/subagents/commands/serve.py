@@ -149,7 +149,8 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         "--a2a",
         metavar="HOST:PORT",
         help="serve a registry agent as an A2A agent at http://HOST:PORT/ (port 0: any free "
-        "port); --token-env, --token-file and --drain-timeout apply (TLS does not)",
+        "port); --token-env, --token-file, --tls-cert/--tls-key (https://) and "
+        "--drain-timeout apply",
     )
     a2a.add_argument(
         "--agent",
@@ -168,7 +169,7 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     a2a.add_argument(
         "--public-url",
         metavar="URL",
-        help="with --a2a: the endpoint the agent card names (default: http://HOST:PORT/); "
+        help="with --a2a: the endpoint the agent card names (default: http(s)://HOST:PORT/); "
         "give it when clients reach the server by another name or through a proxy",
     )
     a2a.add_argument(

@@ -10,9 +10,10 @@
             await anyio.sleep_forever()
 
 It lives beside the ACP server (:mod:`subagents.remote.server`) because it is the same kind of
-thing: hypercorn in-process, the same listening socket, loopback and bearer-token rules. The
-A2A side is the SDK's own: its request handler, task store, JSON-RPC and agent-card routes;
-this module adds the :class:`ProviderExecutor` (the provider behind the SDK's
+thing: hypercorn in-process, the same listening socket, loopback and bearer-token rules, and
+the same TLS set-up (``tls_certfile``/``tls_keyfile``: HTTPS, the URLs and the card's endpoint
+``https://``). The A2A side is the SDK's own: its request handler, task store, JSON-RPC and
+agent-card routes; this module adds the :class:`ProviderExecutor` (the provider behind the SDK's
 ``AgentExecutor``), the agent card made from a registry entry, and the token check.
 
 One A2A task is one turn of a child. The first message of an A2A context starts a child
@@ -55,6 +56,7 @@ import asyncio
 import hmac
 import json
 import logging
+import os
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
@@ -84,6 +86,7 @@ from .server import (  # the ACP server's listener and host rules, shared
     _listen,  # pyright: ignore[reportPrivateUsage]
     _url_host,  # pyright: ignore[reportPrivateUsage]
     check_listen_address,
+    configure_tls,
 )
 
 if TYPE_CHECKING:
@@ -513,15 +516,21 @@ class A2AServer:
     port: int
     executor: ProviderExecutor
     tasks: BoundedTaskStore
+    tls: bool = False
+    """Whether it serves HTTPS (``https://`` URLs)."""
 
     @property
     def url(self) -> str:
-        """The JSON-RPC endpoint, ``http://HOST:PORT/``."""
-        return f"http://{_url_host(self.host)}:{self.port}/"
+        """The JSON-RPC endpoint, ``http://HOST:PORT/`` (``https`` with TLS)."""
+        return f"{self._origin}/"
 
     @property
     def card_url(self) -> str:
-        return f"http://{_url_host(self.host)}:{self.port}{CARD_PATH}"
+        return f"{self._origin}{CARD_PATH}"
+
+    @property
+    def _origin(self) -> str:
+        return f"http{'s' if self.tls else ''}://{_url_host(self.host)}:{self.port}"
 
 
 @asynccontextmanager
@@ -537,11 +546,18 @@ async def serve_a2a_http(
     public_url: str | None = None,
     max_stored_tasks: int = 1000,
     interrupted_timeout: float = 3600.0,
+    tls_certfile: str | os.PathLike[str] | None = None,
+    tls_keyfile: str | os.PathLike[str] | None = None,
 ) -> AsyncGenerator[A2AServer, None]:
     """Serve ``provider`` (an entered provider, built from ``spec``) as an A2A agent.
 
+    With ``tls_certfile`` and ``tls_keyfile`` (PEM) it serves HTTPS (HTTP/2 by ALPN), and
+    its URLs and the card's endpoint are ``https://`` (as for
+    :func:`~subagents.remote.serve_acp_http`, which shares the TLS set-up).
+
     Raises :class:`~subagents.remote.RemoteServerConfigError` when bound beyond loopback
-    without ``token``, and ``ImportError`` naming ``subagents[a2a]`` without the SDK. Leaving
+    without ``token`` (or given one TLS file without the other, or a file that cannot be
+    used), and ``ImportError`` naming ``subagents[a2a]`` without the SDK. Leaving
     the block drains: new turns are rejected, running ones cancelled and settled (bounded by
     ``drain_timeout``), then the listener closes. The card names ``public_url`` as the
     agent's endpoint when given (what clients elsewhere reach: a proxy's, a host name), else
@@ -566,11 +582,17 @@ async def serve_a2a_http(
     except ImportError as exc:
         raise ImportError(f"serving A2A needs the a2a extra: {A2A_EXTRA_HINT}") from exc
     store = BoundedTaskStore(max_stored_tasks, interrupted_timeout=interrupted_timeout)
+    config = Config()
+    config.errorlog = logging.getLogger("subagents.remote.a2a.hypercorn")
+    config.accesslog = None
+    config.graceful_timeout = GRACEFUL_TIMEOUT
+    config.include_server_header = False
+    tls = configure_tls(config, tls_certfile, tls_keyfile)
     sock = _listen(host, port)
     try:
         bound: int = sock.getsockname()[1]
         executor = ProviderExecutor(provider, max_tasks=max_tasks)
-        server = A2AServer(host, bound, executor, store)
+        server = A2AServer(host, bound, executor, store, tls)
         advertised = public_url or server.url
         structured = provider.capabilities.supports("output_schema")
         card_json = agent_card_json(
@@ -585,11 +607,6 @@ async def serve_a2a_http(
     )
     routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/")]
     app = _bearer_guard(Starlette(routes=routes), token)
-    config = Config()
-    config.errorlog = logging.getLogger("subagents.remote.a2a.hypercorn")
-    config.accesslog = None
-    config.graceful_timeout = GRACEFUL_TIMEOUT
-    config.include_server_header = False
     config.bind = [f"fd://{sock.detach()}"]
     shutdown = anyio.Event()
     served = anyio.Event()

@@ -40,6 +40,8 @@ from ._app import AcpAsgiApp, ConnectionHub
 from ._connections import ServerLimits
 
 if TYPE_CHECKING:
+    from hypercorn.config import Config
+
     from ._backends import AgentBackend
 
 __all__ = (
@@ -169,8 +171,6 @@ async def serve_acp_http(
     ``ImportError`` naming ``subagents[remote]`` when hypercorn is missing.
     """
     check_listen_address(host, token)
-    if (tls_certfile is None) != (tls_keyfile is None):
-        raise RemoteServerConfigError("TLS needs both a certificate file and a key file")
     try:
         from hypercorn.config import Config
     except ImportError as exc:
@@ -186,14 +186,7 @@ async def serve_acp_http(
     config.keep_alive_max_requests = KEEP_ALIVE_MAX_REQUESTS
     config.websocket_max_message_size = limits.max_message_bytes
     config.include_server_header = False
-    tls = tls_certfile is not None and tls_keyfile is not None
-    if tls_certfile is not None and tls_keyfile is not None:
-        config.certfile = os.fspath(tls_certfile)
-        config.keyfile = os.fspath(tls_keyfile)
-        try:
-            config.create_ssl_context()
-        except (OSError, ValueError) as exc:
-            raise RemoteServerConfigError(f"cannot use the TLS certificate or key: {exc}") from exc
+    tls = configure_tls(config, tls_certfile, tls_keyfile)
     sock = _listen(host, port)
     bound_port: int = sock.getsockname()[1]
     config.bind = [f"fd://{sock.detach()}"]
@@ -220,6 +213,32 @@ async def serve_acp_http(
                 with anyio.move_on_after(GRACEFUL_TIMEOUT + 2.0):
                     await served.wait()
             tg.cancel_scope.cancel()
+
+
+def configure_tls(
+    config: Config,
+    certfile: str | os.PathLike[str] | None,
+    keyfile: str | os.PathLike[str] | None,
+) -> bool:
+    """Make hypercorn's ``config`` serve HTTPS with the PEM ``certfile`` and ``keyfile``
+    (both or neither); whether it does. Shared by the ACP and the A2A server.
+
+    The pair is loaded here (hypercorn's own SSL context, made and dropped) so that a file
+    that cannot be read, or a key that does not match, refuses to start before anything is
+    bound. Raises :class:`RemoteServerConfigError` for one file without the other, or files
+    that cannot be used.
+    """
+    if (certfile is None) != (keyfile is None):
+        raise RemoteServerConfigError("TLS needs both a certificate file and a key file")
+    if certfile is None or keyfile is None:
+        return False
+    config.certfile = os.fspath(certfile)
+    config.keyfile = os.fspath(keyfile)
+    try:
+        config.create_ssl_context()
+    except (OSError, ValueError) as exc:
+        raise RemoteServerConfigError(f"cannot use the TLS certificate or key: {exc}") from exc
+    return True
 
 
 _h2_patched = False

@@ -4,24 +4,30 @@ cancellation, a server that dies mid-stream, the bearer token and the card URL."
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Iterator
 
 import anyio
+import httpx
 import pytest
+from a2a.types import AgentCard
 
 from subagents.providers import (
     CancelSignal,
     ContinuableProvider,
     OtherProgress,
     ProgressEvent,
+    SubagentError,
     SubagentOutcome,
     SubagentRequest,
     SubagentService,
     SubagentStarted,
     TextProgress,
 )
+from subagents.providers import a2a as a2a_module
 from subagents.providers.a2a import A2AProvider, A2ARun, A2ATaskView
 from subagents.testing import ProviderScenarios, provider_checks
+from tests._ports import closed_port
 from tests.a2a._a2a_server import A2AServer, a2a_server
 
 pytestmark = pytest.mark.anyio
@@ -267,3 +273,112 @@ async def test_a_dropped_stream_is_resubscribed_once_and_the_task_followed_to_it
     assert outcome.status == "completed", outcome.message
     assert outcome.output == "before after"
     assert TextProgress("before") in events
+
+
+async def test_runs_share_one_http_client_and_one_card_fetch_closed_on_exit(
+    server: A2AServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 21 (bench: later turns 5-7x the SDK client's): the provider makes one HTTP client
+    and fetches the card once for all its runs and conversations, loads no CA bundle for an
+    http:// agent, and closes the client when it exits."""
+    clients: list[httpx.AsyncClient] = []
+    fetches: list[str] = []
+    cas: list[object] = []
+    make, fetch = A2AProvider.http_client, a2a_module.fetch_card
+
+    def counting_client(provider: A2AProvider) -> httpx.AsyncClient:
+        clients.append(make(provider))
+        return clients[-1]
+
+    async def counting_fetch(http: httpx.AsyncClient, url: str, card_url: str | None) -> AgentCard:
+        fetches.append(url)
+        return await fetch(http, url, card_url)
+
+    monkeypatch.setattr(A2AProvider, "http_client", counting_client)
+    monkeypatch.setattr(a2a_module, "fetch_card", counting_fetch)
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", lambda *a, **k: cas.append(a))  # pyright: ignore[reportUnknownLambdaType, reportUnknownArgumentType]
+    async with A2AProvider(server.url) as provider:
+        for word in ("one", "two", "three"):
+            outcome, _, _ = await _run(provider, f"echo {word}")
+            assert outcome.output == f"echo {word}"
+        with anyio.fail_after(BOUND):
+            conversation = await provider.prepare_continuable(
+                SubagentRequest("echo first"), cancel=CancelSignal()
+            )
+            assert await conversation.send("recall") == SubagentOutcome.completed(
+                conversation.id, "echo first"
+            )
+            await conversation.dispose()
+        assert (await provider.card()).name == "scripted"
+        assert len(clients) == 1
+        assert not clients[0].is_closed
+    assert clients[0].is_closed
+    assert fetches == [server.url]
+    assert cas == []
+
+
+async def test_cancelling_one_run_leaves_the_shared_client_working_for_the_others(
+    server: A2AServer,
+) -> None:
+    """Issue 21: runs share the provider's HTTP client; one run disposed mid-stream (its
+    stream cut by cancellation) does not break it: a concurrent run still follows its task
+    to its end, and a later run completes."""
+    async with A2AProvider(server.url) as provider:
+        with anyio.fail_after(BOUND):
+            signal = CancelSignal()
+            first = await provider.start(SubagentRequest("slow"), cancel=CancelSignal())
+            second = await provider.start(SubagentRequest("slow"), cancel=signal)
+            for run in (first, second):
+                feed = run.progress()
+                assert feed is not None
+                async for event in feed:  # "started": the executor is waiting
+                    if isinstance(event, OtherProgress) and event.text == "started":
+                        break
+            await first.dispose()
+            signal.cancel("enough")
+            outcome = await second.result()
+            await second.dispose()
+        assert (await first.result()).status == "cancelled"
+        assert outcome.status == "cancelled"
+        assert second.view.state_name == "canceled"  # the agent's confirmation came through
+        third, _, _ = await _run(provider, "echo still fine")
+    assert third.output == "echo still fine"
+
+
+async def test_a_card_whose_endpoint_stopped_answering_is_fetched_again_once(
+    server: A2AServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 21: the card is kept for the provider's life, except that a message refused at
+    the card's endpoint (the agent moved) fetches it again: a new endpoint is used for that
+    run and the later ones; an unchanged card fails the run as before."""
+    fetch = a2a_module.fetch_card
+    moved = f"http://127.0.0.1:{closed_port()}/a2a"
+    fetches: list[str] = []
+
+    async def moving_fetch(http: httpx.AsyncClient, url: str, card_url: str | None) -> AgentCard:
+        card = await fetch(http, url, card_url)
+        fetches.append(url)
+        if len(fetches) == 1:  # the first card names an endpoint nothing answers at
+            card.supported_interfaces[0].url = moved
+        return card
+
+    monkeypatch.setattr(a2a_module, "fetch_card", moving_fetch)
+    async with A2AProvider(server.url) as provider:
+        outcome, _, _ = await _run(provider, "echo moved")
+        assert outcome.output == "echo moved"
+        again, _, _ = await _run(provider, "echo again")
+        assert again.output == "echo again"
+    assert len(fetches) == 2
+
+    async def stuck_fetch(http: httpx.AsyncClient, url: str, card_url: str | None) -> AgentCard:
+        card = await fetch(http, url, card_url)
+        fetches.append(url)
+        card.supported_interfaces[0].url = moved
+        return card
+
+    fetches.clear()
+    monkeypatch.setattr(a2a_module, "fetch_card", stuck_fetch)
+    async with A2AProvider(server.url) as provider:
+        with anyio.fail_after(BOUND), pytest.raises(SubagentError, match="did not start"):
+            await provider.start(SubagentRequest("echo nowhere"), cancel=CancelSignal())
+    assert len(fetches) == 2

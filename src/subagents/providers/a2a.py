@@ -1,10 +1,11 @@
 """``A2AProvider``: an agent served over A2A (the official ``a2a-sdk``'s client) as a subagent.
 
-start = resolve the agent card (the well-known path under ``url``, or ``card_url``) + send
-the prompt as a streaming message (``SendStreamingMessage``; ``message/stream`` in 0.3); the
-run is published once the agent has created the task (its task and context ids are kept as
-:attr:`A2ARun.task_id` / :attr:`A2ARun.context_id`; ``remote_id`` is the task id). An agent
-that answers with a plain message (no task) completes at once with that message's text.
+start = resolve the agent card (the well-known path under ``url``, or ``card_url``; once per
+provider) + send the prompt as a streaming message (``SendStreamingMessage``;
+``message/stream`` in 0.3); the run is published once the agent has created the task (its
+task and context ids are kept as :attr:`A2ARun.task_id` / :attr:`A2ARun.context_id`;
+``remote_id`` is the task id). An agent that answers with a plain message (no task)
+completes at once with that message's text.
 
 Progress: an artifact's text chunks -> text (a second artifact starts with a newline, so the
 text events add up to the output); a status update -> other (its state, and the text of its
@@ -40,16 +41,21 @@ or are not applied (persona): they are advertised off, and the service rejects s
 before anything is sent. Children are continuable: each later message goes to the
 same A2A context (``contextId``), a new task of the agent.
 
-The provider owns the runs' tasks: use it as ``async with A2AProvider(url, name=...)``.
+The provider owns the runs' tasks and one HTTP client that all of them share (made on first
+use, closed on exit; the agent card is fetched once and kept: see :class:`A2AProvider`): use
+it as ``async with A2AProvider(url, name=...)``.
 """
 
 from __future__ import annotations
 
 import os
+import ssl
+import urllib.request
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator, Mapping
-from contextlib import aclosing, asynccontextmanager, suppress
+from collections.abc import AsyncIterator, Callable, Generator, Iterable, Iterator, Mapping
+from contextlib import aclosing, suppress
 from dataclasses import dataclass, field
+from types import TracebackType
 from typing import Final, final
 
 import anyio
@@ -59,6 +65,7 @@ from a2a.client.transports import ClientTransport, JsonRpcTransport, RestTranspo
 from a2a.compat.v0_3.versions import is_legacy_version
 from a2a.types import (
     AgentCard,
+    AgentInterface,
     Artifact,
     CancelTaskRequest,
     GetTaskRequest,
@@ -76,6 +83,7 @@ from a2a.utils.constants import PROTOCOL_VERSION_CURRENT, VERSION_HEADER, Transp
 from a2a.utils.errors import A2AError
 from google.protobuf.json_format import MessageToDict
 
+from .._exception_groups import leaf_exceptions
 from ..protocol.jsonrpc import JsonValue
 from ._child_run import ChildConversation, ChildProvider, ChildRun
 from .contract import (
@@ -126,6 +134,10 @@ _FINAL_STATES: Final = frozenset(
 """The states that end a run (the interrupted ones too: nobody can answer them)."""
 
 _CAPABILITIES: Final = SubagentCapabilities(output_schema=True)
+
+_LIMITS: Final = httpx.Limits(max_keepalive_connections=1)
+"""The provider's connection pool: one idle connection kept for the next run (an idle
+provider holds one socket; a run's stream and its cancel request may need two at once)."""
 
 OUTPUT_SCHEMA_KEY: Final = "outputSchema"
 """The key of the request's output schema in the metadata of the message that carries it."""
@@ -304,30 +316,38 @@ async def fetch_card(http: httpx.AsyncClient, url: str, card_url: str | None) ->
     return await A2ACardResolver(http, url).get_agent_card()
 
 
+def _interface(card: AgentCard) -> AgentInterface | None:
+    """The interface of ``card`` the client uses: its first JSON-RPC or HTTP+JSON one."""
+    for interface in card.supported_interfaces:
+        if interface.protocol_binding in (TransportProtocol.JSONRPC, TransportProtocol.HTTP_JSON):
+            return interface
+    return None
+
+
 def client_transport(http: httpx.AsyncClient, card: AgentCard) -> ClientTransport:
     """The SDK's transport for the first JSON-RPC or HTTP+JSON interface of ``card`` (the
-    protocol's 0.3 versions through the SDK's compatible transports).
+    protocol's 0.3 versions through the SDK's compatible transports), over ``http`` (shared:
+    closing the transport leaves it open).
 
     The transport is used directly, not through the SDK's ``BaseClient``: its
     ``send_message`` returns from an inner async generator without closing it when the agent
     answers with a message, which leaves the transport's generators to the garbage collector
     (trio warns of each; the HTTP response stays open until then)."""
     http.headers.setdefault(VERSION_HEADER, PROTOCOL_VERSION_CURRENT)
-    for interface in card.supported_interfaces:
-        binding = interface.protocol_binding
+    interface = _interface(card)
+    if interface is not None:
         legacy = is_legacy_version(interface.protocol_version)
-        if binding == TransportProtocol.JSONRPC:
+        if interface.protocol_binding == TransportProtocol.JSONRPC:
             if legacy:
                 from a2a.compat.v0_3.jsonrpc_transport import CompatJsonRpcTransport
 
                 return CompatJsonRpcTransport(http, card, interface.url, is_shared_httpx=True)
             return JsonRpcTransport(http, card, interface.url, is_shared_httpx=True)
-        if binding == TransportProtocol.HTTP_JSON:
-            if legacy:
-                from a2a.compat.v0_3.rest_transport import CompatRestTransport
+        if legacy:
+            from a2a.compat.v0_3.rest_transport import CompatRestTransport
 
-                return CompatRestTransport(http, card, interface.url, is_shared_httpx=True)
-            return RestTransport(http, card, interface.url, is_shared_httpx=True)
+            return CompatRestTransport(http, card, interface.url, is_shared_httpx=True)
+        return RestTransport(http, card, interface.url, is_shared_httpx=True)
     bindings = sorted({i.protocol_binding for i in card.supported_interfaces})
     raise A2AError(
         f"the agent {card.name!r} offers no JSON-RPC or HTTP+JSON interface (it offers "
@@ -343,6 +363,13 @@ def _causes(exc: BaseException) -> Iterator[BaseException]:
         seen.add(id(cause))
         yield cause
         cause = cause.__cause__ or cause.__context__
+
+
+def _not_connected(exc: Exception) -> bool:
+    """Whether ``exc`` (or one in it, when a task group raised it) comes of a connection that
+    could not be made (the request was never sent)."""
+    leaves = leaf_exceptions(exc) if isinstance(exc, BaseExceptionGroup) else [exc]
+    return any(isinstance(c, httpx.ConnectError) for leaf in leaves for c in _causes(leaf))
 
 
 async def endpoint_refusal(http: httpx.AsyncClient, card: AgentCard) -> int | None:
@@ -374,19 +401,20 @@ class _A2ATurn:
 
     def __init__(
         self,
-        client: ClientTransport,
+        provider: A2AProvider,
         child_id: str,
         feed: ProgressFeed,
         started: Callable[[], None],
-        cancel_timeout: float,
     ) -> None:
-        self.client = client
+        self._provider = provider
+        self.client: ClientTransport | None = None
+        """The transport the message went through (None before it is sent)."""
         self.child_id = child_id
         self.view = A2ATaskView()
         self._feed = feed
         self._on_started = started
         self.started = False
-        self._cancel_timeout = cancel_timeout
+        self._cancel_timeout = provider.cancel_timeout
         self._cancel_sent = False
         self._schema: Mapping[str, JsonValue] | None = None
         self._answer_data: list[JsonValue] = []
@@ -400,13 +428,16 @@ class _A2ATurn:
         self,
         prompt: str,
         cancel: CancelSignal,
-        what: str,
         context_id: str = "",
         schema: Mapping[str, JsonValue] | None = None,
     ) -> SubagentOutcome:
         """Send ``prompt`` (in ``context_id`` when given; with the output ``schema`` in the
         message's metadata and an instruction after the prompt) and follow the task to its
-        outcome."""
+        outcome.
+
+        When the message cannot even be sent (nothing answers at the card's endpoint: the
+        connection is refused or fails), the card is fetched again; if it now names another
+        endpoint (the agent moved), the message is sent there, once."""
         self._schema = schema
         text = prompt if schema is None else f"{prompt}\n\n{output_instructions(schema)}"
         message = Message(
@@ -417,8 +448,24 @@ class _A2ATurn:
         )
         if schema is not None:
             message.metadata.update({OUTPUT_SCHEMA_KEY: dict(schema)})
-        stream = self.client.send_message_streaming(SendMessageRequest(message=message))
-        return await self._follow(self.client, stream, cancel, what)
+        provider = self._provider
+        client = await provider.transport()
+        try:
+            return await self._send(client, message, cancel)
+        except Exception as exc:  # raised again unless nothing answered at the endpoint
+            if self.started or not _not_connected(exc):
+                raise
+            moved = await provider.renewed_transport(client)
+            if moved is None:
+                raise
+        return await self._send(moved, message, cancel)
+
+    async def _send(
+        self, client: ClientTransport, message: Message, cancel: CancelSignal
+    ) -> SubagentOutcome:
+        self.client = client
+        stream = client.send_message_streaming(SendMessageRequest(message=message))
+        return await self._follow(client, stream, cancel, self._provider.what)
 
     async def _follow(
         self,
@@ -542,7 +589,7 @@ class _A2ATurn:
         """``tasks/cancel`` for the task, once, bounded (a failure is only logged away: the
         run settles anyway)."""
         client = self.client
-        if self._cancel_sent or not self.view.task_id or self.view.final:
+        if client is None or self._cancel_sent or not self.view.task_id or self.view.final:
             return
         self._cancel_sent = True
         with anyio.move_on_after(self._cancel_timeout):
@@ -589,13 +636,10 @@ class A2ARun(ChildRun["A2AProvider"]):
     async def _run(
         self, provider: A2AProvider, request: SubagentRequest, cancel: CancelSignal
     ) -> None:
-        async with provider.open_client() as client:
-            turn = _A2ATurn(client, self.id, self._feed, self._publish, provider.cancel_timeout)
-            self._turn = turn
-            outcome = await turn.run(
-                request.prompt, cancel, provider.what, schema=request.output_schema
-            )
-            await self._conclude(outcome)
+        turn = _A2ATurn(provider, self.id, self._feed, self._publish)
+        self._turn = turn
+        outcome = await turn.run(request.prompt, cancel, schema=request.output_schema)
+        await self._conclude(outcome)
 
     async def _stop_turn(self) -> None:
         if self._turn is not None:
@@ -630,33 +674,79 @@ class A2AConversation(ChildConversation):
 
     async def _converse(self) -> None:
         provider = self._provider
-        async with provider.open_client() as client:
+        await provider.transport()  # the agent's card, resolved once per provider
 
-            async def turn(
-                message: str, cancel: CancelSignal, feed: ProgressFeed
-            ) -> SubagentOutcome:
-                one = _A2ATurn(client, self.id, feed, lambda: None, provider.cancel_timeout)
-                schema, self._first_schema = self._first_schema, None
-                try:
-                    return await one.run(message, cancel, provider.what, self.context_id, schema)
-                except (A2AError, httpx.HTTPError) as exc:
-                    return SubagentOutcome.failed(
-                        self.id, "infrastructure", f"{provider.what}: {exc}", exc
-                    )
-                finally:
-                    self.context_id = self.context_id or one.view.context_id
+        async def turn(message: str, cancel: CancelSignal, feed: ProgressFeed) -> SubagentOutcome:
+            one = _A2ATurn(provider, self.id, feed, lambda: None)
+            schema, self._first_schema = self._first_schema, None
+            try:
+                return await one.run(message, cancel, self.context_id, schema)
+            except (A2AError, httpx.HTTPError) as exc:
+                return SubagentOutcome.failed(
+                    self.id, "infrastructure", f"{provider.what}: {exc}", exc
+                )
+            finally:
+                self.context_id = self.context_id or one.view.context_id
 
-            await self._serve(turn)
+        await self._serve(turn)
 
     def _not_opened(self) -> str:
         return f"{self._provider.what} could not be reached"
+
+
+class _BearerToken(httpx.Auth):
+    """Sets ``Authorization: Bearer <token>`` on each request, the token read then (``token``
+    returns None for none; it raises when the token must come from an unset variable)."""
+
+    def __init__(self, token: Callable[[], str | None]) -> None:
+        self._token = token
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        token = self._token()
+        if token is not None:
+            request.headers["Authorization"] = f"Bearer {token}"
+        yield request
+
+
+class _LazyTLSTransport(httpx.AsyncBaseTransport):
+    """``https://`` requests through an ``httpx.AsyncHTTPTransport`` made on the first one: its
+    SSL context loads the CA bundle (30-40 ms of CPU), which a client of an ``http://`` agent
+    never needs."""
+
+    def __init__(self) -> None:
+        self._inner: httpx.AsyncHTTPTransport | None = None
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if self._inner is None:
+            self._inner = httpx.AsyncHTTPTransport(limits=_LIMITS)
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        if self._inner is not None:
+            await self._inner.aclose()
+
+
+def _plain_http_transport() -> httpx.AsyncHTTPTransport:
+    """The transport for ``http://`` requests (``https://`` ones are mounted elsewhere): its
+    SSL context is never used, so it is a bare one that loads no CA bundle and verifies
+    certificates, trusting none (a TLS connection through it would fail, never go unchecked)."""
+    return httpx.AsyncHTTPTransport(verify=ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT), limits=_LIMITS)
 
 
 @final
 class A2AProvider(ChildProvider):
     """Runs children as tasks of the A2A agent at ``url`` (its card at the well-known path
     under it, or at ``card_url``); ``token`` or the variable ``token_env`` is sent as a bearer
-    token, ``headers`` with every request."""
+    token (read at each request), ``headers`` with every request.
+
+    The provider owns one HTTP client (:meth:`http_client`), made on first use and closed when
+    the provider exits; every run, conversation and :meth:`card` / :meth:`endpoint_refusal`
+    goes through it (concurrent runs share its connection pool). The agent card is fetched on
+    first use and kept for the provider's life, with one exception: a message that cannot be
+    sent because nothing answers at the card's endpoint (the connection is refused or fails:
+    the agent may have moved) makes the run fetch the card again; when the card now names
+    another endpoint it is kept, and the message is sent there (once), else the run fails as
+    it would have."""
 
     _what = "A2AProvider"
 
@@ -688,6 +778,13 @@ class A2AProvider(ChildProvider):
         """How long ``tasks/cancel`` and its confirmation may take before the run stops
         waiting (it settles ``cancelled`` saying so)."""
         self._progress_capacity = progress_capacity
+        self._client: httpx.AsyncClient | None = None
+        """The provider's HTTP client (None until first used, and once closed)."""
+        self._card: AgentCard | None = None
+        self._transport: ClientTransport | None = None
+        """The SDK's transport for :attr:`_card`, over :attr:`_client`."""
+        self._card_lock = anyio.Lock()
+        """Held while the card is fetched: concurrent first runs fetch it once."""
 
     @property
     def capabilities(self) -> SubagentCapabilities:
@@ -698,45 +795,116 @@ class A2AProvider(ChildProvider):
         """The agent, in messages: ``A2A agent at http://...``."""
         return f"A2A agent at {self.url}"
 
+    def bearer_token(self) -> str | None:
+        """The token to send (``token``, else the variable ``token_env``, read now); None for
+        none. Raises ``A2AError`` when ``token_env`` names an unset variable."""
+        if self.token is not None or self.token_env is None:
+            return self.token
+        token = os.environ.get(self.token_env) or None
+        if token is None:
+            raise A2AError(
+                f"{self.url} needs the token in ${self.token_env} (token_env), which is not set"
+            )
+        return token
+
     def request_headers(self) -> dict[str, str]:
         """The headers every request carries (``Authorization`` from the token)."""
         headers = dict(self.headers)
-        token = self.token
-        if token is None and self.token_env is not None:
-            token = os.environ.get(self.token_env) or None
-            if token is None:
-                raise A2AError(
-                    f"{self.url} needs the token in ${self.token_env} (token_env), which is not set"
-                )
+        token = self.bearer_token()
         if token is not None:
             headers["Authorization"] = f"Bearer {token}"
         return headers
 
     def http_client(self) -> httpx.AsyncClient:
-        """A fresh HTTP client with this provider's headers and bounds (the stream's reads
-        are unbounded: a task may be silent for long)."""
+        """A new HTTP client with this provider's headers (the bearer token set on each
+        request) and bounds (the stream's reads are unbounded: a task may be silent for long).
+        The provider makes one, for all its runs: it keeps one idle connection for the next
+        run (sequential turns reuse it; those of concurrent runs close as they end). Unless
+        the environment names proxies (then httpx's own handling is kept as is), ``http://``
+        requests build no SSL context that loads the CA bundle: the first ``https://`` request
+        does."""
+        timeout = httpx.Timeout(self.connect_timeout, read=None)
+        auth = _BearerToken(self.bearer_token)
+        if urllib.request.getproxies():
+            return httpx.AsyncClient(
+                headers=self.headers, auth=auth, timeout=timeout, limits=_LIMITS
+            )
         return httpx.AsyncClient(
-            headers=self.request_headers(),
-            timeout=httpx.Timeout(self.connect_timeout, read=None),
+            headers=self.headers,
+            auth=auth,
+            timeout=timeout,
+            transport=_plain_http_transport(),
+            mounts={"https://": _LazyTLSTransport()},
         )
 
-    async def card(self) -> AgentCard:
-        """Resolve the agent card once (``agents --probe`` shows it)."""
-        async with self.http_client() as http:
-            return await fetch_card(http, self.url, self.card_url)
+    def _http(self) -> httpx.AsyncClient:
+        """The provider's HTTP client, made on first use (the provider must be open: it
+        closes the client when it exits)."""
+        self._check_open()
+        client = self._client
+        if client is None:
+            client = self._client = self.http_client()
+        return client
 
-    @asynccontextmanager
-    async def open_client(self) -> AsyncGenerator[ClientTransport, None]:
-        """The SDK's client transport for the agent's card (resolved now: its JSON-RPC or
-        HTTP+JSON interface); closed when the block exits."""
-        async with self.http_client() as http:
-            card = await fetch_card(http, self.url, self.card_url)
-            transport = client_transport(http, card)
+    async def card(self) -> AgentCard:
+        """The agent card: fetched on first use, then kept (``agents --probe`` shows it)."""
+        card = self._card
+        if card is None:
+            async with self._card_lock:
+                card = self._card
+                if card is None:
+                    card = self._card = await fetch_card(self._http(), self.url, self.card_url)
+        return card
+
+    async def transport(self) -> ClientTransport:
+        """The SDK's client transport for the agent card's JSON-RPC or HTTP+JSON interface,
+        over the provider's HTTP client: made with the card, then kept."""
+        card = await self.card()
+        transport = self._transport
+        if transport is None:
+            transport = self._transport = client_transport(self._http(), card)
+        return transport
+
+    async def renewed_transport(self, stale: ClientTransport) -> ClientTransport | None:
+        """After a message could not be sent through ``stale`` (nothing answered at its
+        endpoint): the card fetched again and, when it names another endpoint, the transport
+        for it (both kept for later runs). None when the card is unchanged or cannot be
+        fetched. A run that comes after another one renewed it gets that one's."""
+        async with self._card_lock:
+            current = self._transport
+            if current is not None and current is not stale:
+                return current
+            http = self._http()
+            old = self._card
             try:
-                yield transport
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await transport.close()
+                card = await fetch_card(http, self.url, self.card_url)
+                transport = client_transport(http, card)
+            except (A2AError, httpx.HTTPError):
+                return None
+            if old is not None and _interface(card) == _interface(old):
+                return None
+            self._card, self._transport = card, transport
+            return transport
+
+    async def endpoint_refusal(self) -> int | None:
+        """:func:`endpoint_refusal` of the card's endpoint, through the provider's client."""
+        return await endpoint_refusal(self._http(), await self.card())
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool | None:
+        """Wait for the runs (as every provider does), then close the HTTP client."""
+        try:
+            return await super().__aexit__(exc_type, exc, traceback)
+        finally:
+            client, self._client = self._client, None
+            self._card = self._transport = None
+            if client is not None:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(_DISPOSE_BOUND):
+                    await client.aclose()
 
     async def prepare_continuable(
         self, request: SubagentRequest, *, cancel: CancelSignal

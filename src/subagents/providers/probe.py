@@ -474,7 +474,7 @@ async def _probe_a2a(
         from a2a.client.errors import AgentCardResolutionError
         from a2a.utils.errors import A2AError
 
-        from .a2a import A2AProvider, endpoint_refusal, fetch_card
+        from .a2a import A2AProvider
     except ImportError as exc:
         return ProbeResult(spec.name, spec.provider, "failed", _reason(exc)), None
     if spec.url is None:
@@ -492,35 +492,31 @@ async def _probe_a2a(
         connect_timeout=timeout,
     )
     started = time.monotonic()
-    try:
-        with anyio.fail_after(timeout):
-            async with provider.http_client() as http:
-                card = await fetch_card(http, provider.url, provider.card_url)
-                start_ms = _ms(started)
-                try:
-                    refused = await endpoint_refusal(http, card)
-                except (A2AError, httpx.HTTPError) as exc:
-                    reason = (
-                        f"the card was fetched, but its endpoint did not answer: {_reason(exc)}"
-                    )
-                    hint = (
-                        "check the endpoint URL in the agent's card: this machine cannot reach it"
-                    )
+    with anyio.fail_after(timeout):
+        async with provider:  # its one HTTP client, closed when the probe is done
+            try:
+                card = await provider.card()
+            except AgentCardResolutionError as exc:
+                if exc.status_code in (401, 403):
                     return ProbeResult(
-                        spec.name, spec.provider, "failed", one_line(reason), hint=hint
+                        spec.name,
+                        spec.provider,
+                        "needs credentials",
+                        _reason(exc),
+                        hint=_a2a_token_hint(spec),
                     ), None
-    except AgentCardResolutionError as exc:
-        if exc.status_code in (401, 403):
-            return ProbeResult(
-                spec.name,
-                spec.provider,
-                "needs credentials",
-                _reason(exc),
-                hint=_a2a_token_hint(spec),
-            ), None
-        status: ProbeStatus = "unreachable" if exc.status_code is None else "failed"
-        hint = f"start the A2A agent at {spec.url}, or fix the entry's url"
-        return ProbeResult(spec.name, spec.provider, status, _reason(exc), hint=hint), None
+                status: ProbeStatus = "unreachable" if exc.status_code is None else "failed"
+                hint = f"start the A2A agent at {spec.url}, or fix the entry's url"
+                return ProbeResult(spec.name, spec.provider, status, _reason(exc), hint=hint), None
+            start_ms = _ms(started)
+            try:
+                refused = await provider.endpoint_refusal()
+            except (A2AError, httpx.HTTPError) as exc:
+                reason = f"the card was fetched, but its endpoint did not answer: {_reason(exc)}"
+                hint = "check the endpoint URL in the agent's card: this machine cannot reach it"
+                return ProbeResult(
+                    spec.name, spec.provider, "failed", one_line(reason), hint=hint
+                ), None
     if refused is not None:
         sent = "the token" if spec.token_env is not None else "the request without a token"
         reason = f"the agent's endpoint refused {sent} (HTTP {refused} to GetTask)"

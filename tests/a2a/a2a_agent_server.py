@@ -15,7 +15,8 @@ that line):
   (``tasks/cancel`` -> ``canceled``);
 - ``fail`` / ``reject``: a task that ends ``failed`` / ``rejected`` with a status message;
 - ``input`` / ``auth``: a task that stops ``input-required`` / ``auth-required``;
-- ``die``: a task, one artifact chunk ``partial``, then the server process exits at once;
+- ``die``: a task, one artifact chunk ``partial``, then nothing: the test kills the server
+  process once the chunk has reached its client;
 - ``drop``: a task, an artifact chunk ``before``; the server then ends that response (its SSE
   stream) early without ending the task, which goes on: an appended chunk `` after`` half a
   second later, then ``completed`` (a client that resubscribes sees them);
@@ -38,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import socket
 import sys
 from typing import Any
@@ -112,8 +112,7 @@ class ScriptedExecutor(AgentExecutor):
             await updater.requires_auth(updater.new_agent_message([Part(text="log in first")]))
         elif word == "die":
             await updater.add_artifact([Part(text="partial")], artifact_id="out")
-            await asyncio.sleep(0.2)  # the chunk reaches the client first
-            os._exit(3)
+            await asyncio.sleep(3600)  # killed by the test once its client has the chunk
         elif word == "drop":
             await updater.add_artifact([Part(text="before")], artifact_id="out")
             await asyncio.sleep(0.5)

@@ -166,7 +166,17 @@ async def test_a_server_that_dies_mid_stream_fails_the_run_naming_the_cause() ->
     (infrastructure) naming the cause"; the text streamed before is the partial output."""
     with a2a_server() as server:
         async with A2AProvider(server.url) as provider:
-            outcome, events, run = await _run(provider, "die")
+            events: list[ProgressEvent] = []
+            with anyio.fail_after(BOUND):
+                run = await provider.start(SubagentRequest("die"), cancel=CancelSignal())
+                feed = run.progress()
+                assert feed is not None
+                async for event in feed:
+                    events.append(event)
+                    if event == TextProgress("partial"):
+                        server.process.kill()  # the chunk is here: the server dies mid-task
+                outcome = await run.result()
+                await run.dispose()
     assert TextProgress("partial") in events
     assert outcome.status == "failed"
     assert outcome.failure_kind == "infrastructure"

@@ -134,14 +134,19 @@ async def test_cancel_reaches_the_agent_and_ends_the_task_canceled() -> None:
 async def test_a_later_message_in_the_context_continues_the_child() -> None:
     """Issue 21 point 2: one child per A2A context: a later message with the same contextId
     continues it (the ACP provider is continuable: the session is loaded again), and its
-    answer arrives as an artifact; another context starts a new child."""
+    answer streams into the artifact as a first turn's does; another context starts a new
+    child."""
     async with serving() as server, a2a_client(server.url) as client:
         with anyio.fail_after(60):
             first = await send(client, "stream 2")
             child = server.executor.contexts[first.context_id]
             again = await send(client, "echo once more", context_id=first.context_id)
+            streamed = await send(client, "stream 3", context_id=first.context_id)
             other = await send(client, "echo elsewhere")
         contexts = server.executor.contexts
+    # A continued turn streams as a first one does: chunk by chunk, not one artifact at the end.
+    assert streamed.chunks == ["1 ", "2 ", "3 "]
+    assert streamed.final == "TASK_STATE_COMPLETED"
     assert again.context_id == first.context_id
     assert again.task_id != first.task_id
     assert again.final == "TASK_STATE_COMPLETED"

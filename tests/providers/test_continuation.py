@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pytest
@@ -12,6 +13,7 @@ from subagents.providers import (
     Continuation,
     ContinuationManager,
     KnownChild,
+    ProgressEvent,
     SubagentCapabilities,
     SubagentEnded,
     SubagentError,
@@ -38,7 +40,13 @@ class Chat:
     def remote_id(self) -> str:
         return self.id
 
-    async def send(self, message: str, *, cancel: CancelSignal | None = None) -> SubagentOutcome:
+    async def send(
+        self,
+        message: str,
+        *,
+        cancel: CancelSignal | None = None,
+        on_progress: Callable[[ProgressEvent], None] | None = None,
+    ) -> SubagentOutcome:
         assert self.live, "sent to a disposed child"
         STORE[self.id].append(message)
         return SubagentOutcome.completed(self.id, " | ".join(STORE[self.id]))

@@ -54,7 +54,9 @@ Turn = Callable[[str, CancelSignal, ProgressFeed], Awaitable[SubagentOutcome]]
 """Runs one message as a turn of an open session (its progress into the feed) and maps its end
 to an outcome."""
 
-_Job = tuple[str, CancelSignal, list[SubagentOutcome], anyio.Event]
+_Job = tuple[
+    str, CancelSignal, Callable[[ProgressEvent], None] | None, list[SubagentOutcome], anyio.Event
+]
 _RequestT = TypeVar("_RequestT")
 _DecisionT = TypeVar("_DecisionT")
 Asker = Callable[[], PermissionAsker]
@@ -375,13 +377,19 @@ class ChildConversation(abc.ABC):
             self.id, "infrastructure", f"the child is gone: {self._failure}", self._failure
         )
 
-    async def send(self, message: str, *, cancel: CancelSignal | None = None) -> SubagentOutcome:
+    async def send(
+        self,
+        message: str,
+        *,
+        cancel: CancelSignal | None = None,
+        on_progress: Callable[[ProgressEvent], None] | None = None,
+    ) -> SubagentOutcome:
         if self._finished.is_set():
             return self._gone()
         slot: list[SubagentOutcome] = []
         done = anyio.Event()
         try:
-            await self._jobs_in.send((message, cancel or CancelSignal(), slot, done))
+            await self._jobs_in.send((message, cancel or CancelSignal(), on_progress, slot, done))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             done.set()
         await done.wait()
@@ -396,9 +404,9 @@ class ChildConversation(abc.ABC):
         outcome that is not ``completed`` carries the text it streamed (partial output)."""
         self._ready = True
         self._phase.set()
-        async for message, cancel, slot, done in self._jobs_out:
+        async for message, cancel, on_progress, slot, done in self._jobs_out:
             self._in_progress = done
-            feed = ProgressFeed(1)
+            feed = ProgressFeed(1, on_push=on_progress)
             outcome = await turn(message, cancel, feed)
             if outcome.status != "completed" and outcome.output is None:
                 partial = bounded_partial(feed.streamed_text)

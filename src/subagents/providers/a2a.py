@@ -525,6 +525,12 @@ class _A2ATurn:
             if not self.started:
                 raise A2AError(f"{what} ended the stream before it created a task")
             if resubscribed:
+                # It may have ended between the GetTask and the resubscription (refused then,
+                # as a task in a final state is): one last look before failing.
+                with suppress(A2AError, httpx.HTTPError):
+                    view.take_task(await client.get_task(GetTaskRequest(id=view.task_id)))
+                if view.final:
+                    return _outcome(view, self.child_id, cancel, self._schema)
                 why = f"{type(cause).__name__}: {cause}" if cause else "the stream ended"
                 return SubagentOutcome.failed(
                     self.child_id,

@@ -33,7 +33,7 @@ Code. The rules (from the design note of the seam, ``shared/seam-note.md``):
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import TracebackType
@@ -511,8 +511,18 @@ class Continuation(Protocol):
         """The child's own id on the other side (session, thread): what a cold resume needs."""
         ...
 
-    async def send(self, message: str, *, cancel: CancelSignal | None = None) -> SubagentOutcome:
-        """Deliver ``message`` as the child's next turn and return that turn's outcome."""
+    async def send(
+        self,
+        message: str,
+        *,
+        cancel: CancelSignal | None = None,
+        on_progress: Callable[[ProgressEvent], None] | None = None,
+    ) -> SubagentOutcome:
+        """Deliver ``message`` as the child's next turn and return that turn's outcome.
+
+        ``on_progress`` receives the turn's progress events as they come (the vocabulary of a
+        run's :meth:`SubagentRun.progress`), called on the child's task: it must not block,
+        and an exception it raises is logged and dropped (the turn goes on)."""
         ...
 
     async def dispose(self) -> None:

@@ -3,7 +3,9 @@ vocabulary as text and JSON (:func:`describe`, :func:`progress_json`)."""
 
 from __future__ import annotations
 
+import logging
 from collections import deque
+from collections.abc import Callable
 from typing import final
 
 import anyio
@@ -13,17 +15,24 @@ from .contract import PARTIAL_OUTPUT_LIMIT, ProgressEvent
 
 __all__ = ("ProgressFeed", "describe", "progress_json")
 
+logger = logging.getLogger("subagents.providers.progress")
+
 
 @final
 class ProgressFeed:
     """A bounded progress iterator: when the consumer lags, the oldest events are dropped.
 
     The child never blocks on it; :attr:`dropped` counts what the consumer missed.
+    ``on_push`` also receives every event as it is pushed (a continued turn's ``on_progress``);
+    an exception it raises is logged and dropped.
     """
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(
+        self, capacity: int, *, on_push: Callable[[ProgressEvent], None] | None = None
+    ) -> None:
         if capacity < 1:
             raise ValueError("a progress feed needs room for at least one event")
+        self._on_push = on_push
         self._events: deque[ProgressEvent] = deque(maxlen=capacity)
         self._wakeup: anyio.Event | None = None
         self._emptied: anyio.Event | None = None
@@ -49,6 +58,11 @@ class ProgressFeed:
             self.dropped += 1
         self._events.append(event)
         self._wake()
+        if self._on_push is not None:
+            try:
+                self._on_push(event)
+            except Exception:
+                logger.exception("a progress callback raised (the event is dropped for it)")
 
     def close(self) -> None:
         self._closed = True

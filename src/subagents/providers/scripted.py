@@ -23,6 +23,7 @@ cancels whatever runs are left. :attr:`ScriptedProvider.live_tasks` and
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -461,8 +462,15 @@ class ScriptedConversation:
         """The conversation's own id (a scripted child has no other side)."""
         return self.id
 
-    async def send(self, message: str, *, cancel: CancelSignal | None = None) -> SubagentOutcome:
-        """Run one turn (the script of ``message``) and return its outcome."""
+    async def send(
+        self,
+        message: str,
+        *,
+        cancel: CancelSignal | None = None,
+        on_progress: Callable[[ProgressEvent], None] | None = None,
+    ) -> SubagentOutcome:
+        """Run one turn (the script of ``message``) and return its outcome; ``on_progress``
+        receives the script's progress events."""
         if self.disposed:
             raise SubagentError(
                 SubagentErrorCode.START_FAILED,
@@ -474,16 +482,32 @@ class ScriptedConversation:
             description=self.request.description,
             parent_session=self.request.parent_session,
         )
-        return await self.turn(request, cancel=cancel if cancel is not None else CancelSignal())
+        return await self.turn(
+            request,
+            cancel=cancel if cancel is not None else CancelSignal(),
+            on_progress=on_progress,
+        )
 
     async def dispose(self) -> None:
         """Release the live child (it can be resumed from its id). Idempotent."""
         self.disposed = True
 
-    async def turn(self, request: SubagentRequest, *, cancel: CancelSignal) -> SubagentOutcome:
+    async def turn(
+        self,
+        request: SubagentRequest,
+        *,
+        cancel: CancelSignal,
+        on_progress: Callable[[ProgressEvent], None] | None = None,
+    ) -> SubagentOutcome:
         """Run ``request``'s script as one turn of this child, recorded in the transcript."""
         run = await self.provider.start_child(request, cancel=cancel, child_id=self.id)
         async with run:
+            if on_progress is not None:
+                async for event in run.progress():
+                    try:
+                        on_progress(event)
+                    except Exception:  # the contract: logged and dropped, the turn goes on
+                        logging.getLogger(__name__).exception("a progress callback raised")
             outcome = await run.result()
         self.transcript.append((request.prompt, outcome))
         return outcome

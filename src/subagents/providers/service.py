@@ -350,8 +350,17 @@ class _TrackedContinuation:
     def remote_id(self) -> str:
         return _remote_id_of(self._inner, self._child_id) or ""
 
-    async def send(self, message: str, *, cancel: CancelSignal | None = None) -> SubagentOutcome:
-        outcome = _as_child(await self._inner.send(message, cancel=cancel), self._child_id)
+    async def send(
+        self,
+        message: str,
+        *,
+        cancel: CancelSignal | None = None,
+        on_progress: Callable[[ProgressEvent], None] | None = None,
+    ) -> SubagentOutcome:
+        outcome = _as_child(
+            await self._inner.send(message, cancel=cancel, on_progress=on_progress),
+            self._child_id,
+        )
         self.outcomes.append(outcome)
         return outcome
 

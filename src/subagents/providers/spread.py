@@ -21,7 +21,7 @@ Its capabilities are the features every member supports.
 from __future__ import annotations
 
 import itertools
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import fields
 from types import TracebackType
@@ -259,8 +259,14 @@ class _SpreadContinuation:
     def remote_id(self) -> str:
         return f"{self._index}{_SEPARATOR}{self._continuation.remote_id}"
 
-    async def send(self, message: str, *, cancel: CancelSignal | None = None) -> SubagentOutcome:
-        return await self._continuation.send(message, cancel=cancel)
+    async def send(
+        self,
+        message: str,
+        *,
+        cancel: CancelSignal | None = None,
+        on_progress: Callable[[ProgressEvent], None] | None = None,
+    ) -> SubagentOutcome:
+        return await self._continuation.send(message, cancel=cancel, on_progress=on_progress)
 
     async def dispose(self) -> None:
         try:

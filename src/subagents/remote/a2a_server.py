@@ -21,8 +21,8 @@ One A2A task is one turn of a child. The first message of an A2A context starts 
 (``response``), tool activity and other events as ``working`` status messages. Its outcome
 ends the task: completed, failed (the message says why) or canceled. A later message in the
 same context continues that child when the provider is continuable (``resume_continuable``
-from the child's remote id, then ``send``: its answer arrives as one artifact, not streamed),
-else it starts a new child. ``tasks/cancel`` fires the turn's cancel signal and waits (bounded)
+from the child's remote id, then ``send``, whose progress streams the same way), else it
+starts a new child. ``tasks/cancel`` fires the turn's cancel signal and waits (bounded)
 for the turn to settle. At most ``max_tasks`` turns run at once; one more is rejected.
 
 Structured output (what :class:`~subagents.providers.a2a.A2AProvider` sends): a message whose
@@ -81,6 +81,7 @@ from ..providers.contract import (
     ToolResultProgress,
 )
 from ..providers.output_schema import check_output_schema, output_instructions
+from ..providers.progress import ProgressFeed
 from .server import (  # the ACP server's listener and host rules, shared
     GRACEFUL_TIMEOUT,
     _listen,  # pyright: ignore[reportPrivateUsage]
@@ -110,6 +111,8 @@ logger = logging.getLogger("subagents.remote.a2a")
 
 A2A_EXTRA_HINT: Final = "pip install 'subagents[a2a]'"
 CARD_PATH: Final = "/.well-known/agent-card.json"
+_FOLLOW_UP_PROGRESS: Final = 256
+"""Events of a continued turn held while the task's queue takes them (a run's feed's size)."""
 RESPONSE_ARTIFACT: Final = "response"
 """The id of the artifact a turn's text streams into."""
 
@@ -292,10 +295,25 @@ class ProviderExecutor:
             except SubagentError as exc:
                 return exc.message
         await updater.start_work()
-        outcome = await child.continuation.send(prompt, cancel=signal)
-        child.remote_id = child.continuation.remote_id
+        continuation = child.continuation
+        feed = ProgressFeed(_FOLLOW_UP_PROGRESS)
+        streamed = False
+        outcome: SubagentOutcome | None = None
+
+        async def publish() -> None:
+            nonlocal streamed
+            streamed = await _stream(feed, updater)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(publish)
+            try:
+                outcome = await continuation.send(prompt, cancel=signal, on_progress=feed.push)
+            finally:
+                feed.close()  # what was pushed is still published, then ``publish`` ends
+        assert outcome is not None  # send() returned, or its error left the block
+        child.remote_id = continuation.remote_id
         if outcome.status == "completed":
-            await _add_output(updater, outcome, streamed=False)
+            await _add_output(updater, outcome, streamed=streamed)
         return outcome
 
     def _remember(self, context_id: str, child: _Child) -> None:

@@ -277,26 +277,22 @@ METRICS: tuple[tuple[str, str, int], ...] = (
 )
 
 NOTES = """\
-**What dominates** (hand-written, from the run that introduced this bench: `bench/a2a.py
---reps 5`, raw file `raw-a2a-20261203-121848.jsonl`, library between `02729e3` and `f96c83b`
-(with that work in progress in `src/`), on a busy 2-core machine, load average 6–8; and
-cProfile of one client process of each with 30 later turns.)
+**What dominates** (hand-written; the cells above are from the run this section names).
 
-* **A later turn through `A2AProvider` takes 4–9× the SDK client's time to its first text
-  (3.7–7.6× to its result) and 8–13× its CPU** (about 43 ms against 4 ms per turn): every
-  `A2AProvider` run opens a new `httpx.AsyncClient` and fetches the agent card again
-  (`A2AProvider.open_client`, once per run), and building an `httpx.AsyncClient` loads the
-  default SSL context and its CA bundle even for `http://` (`ssl.create_default_context` →
-  `load_verify_locations`: 30–40 ms of CPU here, 39% of the profiled client's time, on the
-  event loop's thread). Then the card's GET and a new TCP connection. The SDK's client keeps
-  its card, HTTP client and connection across turns: a later turn is one POST and its event
-  stream.
-* **A first turn in a fresh process pays the same in both** (an HTTP client with its SSL
-  context, the card, a connection, and the lazy imports of the first `httpx.AsyncClient`:
-  `httpcore`, `h11`, `h2`, `certifi`...). Ours comes out faster there because the SDK's
-  first turn also imports what `subagents.providers.a2a` imported up front (`anyio`, `attrs`:
-  171 modules against 131): the imports row shows the other side of it. Process spawn → first
-  text, which counts both, is within the noise of the machine (paired 0.6–1.3×)."""
+* **Later turns.** When this bench was introduced, a later turn through `A2AProvider` took
+  4–9× the SDK client's time and 8–13× its CPU (about 43 ms against 4 ms a turn): every run
+  opened a new `httpx.AsyncClient` (which loads the default SSL context and its CA bundle,
+  even for `http://`: 30–40 ms of CPU on the event loop's thread) and fetched the agent card
+  again. Since `305578b` a provider keeps one HTTP client, one card and one keep-alive
+  connection for all its runs, and loads no CA bundle for `http://`: a later turn is one POST
+  and its event stream, as the SDK client's is (1.3× its time and 1.5× its CPU in a trial
+  run with `--reps 3` on a busy machine). What remains is the run contract's own work per
+  turn (child id, progress feed, the outcome mapping) and the SDK transport's.
+* **A first turn in a fresh process** pays the same in both (an HTTP client, the card, a
+  connection, the lazy imports of the first request: `httpcore`, `h11`...); ours comes out
+  faster because it loads no CA bundle for `http://` and the SDK's first turn also imports
+  what `subagents.providers.a2a` imported up front: the imports row shows the other side of
+  it. Process spawn → first text counts both."""
 
 
 def _value(rec: dict[str, Any] | None, key: str) -> float | None:

@@ -206,3 +206,16 @@ def test_subagents_run_and_agents_probe_work_with_an_a2a_entry(tmp_path: Path) -
         assert result["status"] == "needs credentials"
         assert "refused the token (HTTP 401" in result["reason"]
         assert "$FAR_TOKEN" in result["hint"]
+
+
+def test_a_run_of_an_a2a_entry_whose_server_is_down_points_at_serve_a2a(tmp_path: Path) -> None:
+    """Issue 21 point 3 (first contact: a wheel install with the a2a extra, the server not
+    started): the run fails at once with one line, and its hint names ``subagents serve
+    --a2a`` (the A2A server), not the ACP one."""
+    config = tmp_path / "subagents.toml"
+    config.write_text(f'[agents.far]\nprovider = "a2a"\nurl = "http://127.0.0.1:{closed_port()}"\n')
+    ran = _cli(config, "run", "far", "hello")
+    assert ran.returncode == 1
+    assert "could not start" in ran.stderr
+    assert "(subagents serve --a2a)" in ran.stderr
+    assert "serve --listen" not in ran.stderr

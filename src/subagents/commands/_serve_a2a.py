@@ -47,9 +47,10 @@ def run_a2a(args: argparse.Namespace) -> int:
     try:
         import a2a.server  # noqa: F401  # pyright: ignore[reportUnusedImport]
         import hypercorn  # noqa: F401  # pyright: ignore[reportUnusedImport]
-    except ImportError:
+    except ImportError as exc:
         sys.stderr.write(
-            "subagents serve: --a2a needs the a2a extra: pip install 'subagents[a2a]'\n"
+            f"subagents serve: --a2a needs the a2a extra ({exc.name or exc} is missing): "
+            "pip install 'subagents[a2a]'\n"
         )
         return 2
     from hypercorn.config import Config

@@ -396,8 +396,9 @@ def _start_hint(spec: AgentSpec, exc: BaseException) -> str | None:
         variable = f"${spec.token_env}" if spec.token_env else "the variable token_env names"
         return f"give the server's token: set token_env in the entry, and {variable}"
     if spec.url is not None:
+        serve = "serve --a2a" if spec.provider == "a2a" else "serve --listen"
         return (
-            f"check that the server at {spec.url} runs (subagents serve --listen) and the "
+            f"check that the server at {spec.url} runs (subagents {serve}) and the "
             "entry's url and token_env, or rerun with --debug"
         )
     if spec.urls:

@@ -52,3 +52,35 @@ def test_the_version_flag_prints_the_version(flag: str) -> None:
     done = run(flag)
     assert done.returncode == 0
     assert done.stdout.startswith("subagents ")
+
+
+def test_a_command_imports_only_its_own_module_and_help_lists_every_command() -> None:
+    """Issue 17 (start-up: `bridge` and `conformance` are started once per check by tools and
+    CI): `subagents bridge` does not import the other commands' modules (`run`'s parser alone
+    pulled in the provider layer); `subagents --help` still lists every command."""
+    probe = (
+        "import sys\n"
+        "from subagents.cli import main\n"
+        "try:\n"
+        "    main(['bridge', '--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('subagents.commands.')"
+        " and m.count('.') == 2))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    loaded = done.stdout.strip().splitlines()[-1]
+    assert "subagents.commands.bridge" in loaded
+    for other in ("run", "agents", "demo", "serve", "conformance"):
+        assert f"subagents.commands.{other}'" not in loaded, loaded
+    usage = subprocess.run(
+        [sys.executable, "-m", "subagents", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    for command in ("demo", "run", "agents", "conformance", "serve", "bridge"):
+        assert command in usage.stdout

@@ -5,11 +5,26 @@ line is parsed)."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
+from typing import Any, Protocol, cast
 
 from . import __version__
 
 __all__ = ("main",)
+
+
+class _Command(Protocol):
+    """A module of :mod:`subagents.commands`: its parser, and the command itself."""
+
+    def add_parser(self, commands: Any, /) -> argparse.ArgumentParser: ...
+
+    def run(self, args: argparse.Namespace, /) -> int: ...
+
+
+_COMMANDS = ("demo", "run", "agents", "conformance", "serve", "bridge")
+"""The commands, in the order ``--help`` lists them; each is ``subagents.commands.<name>``
+with ``add_parser(subparsers)`` and ``run(args) -> int``."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,37 +37,31 @@ def main(argv: list[str] | None = None) -> int:
         "--debug", action="store_true", help="show tracebacks of errors (one line otherwise)"
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    from .commands import agents as agents_command
-    from .commands import bridge as bridge_command
-    from .commands import conformance as conformance_command
-    from .commands import demo as demo_command
-    from .commands import run as run_command
-    from .commands import serve as serve_command
-
-    demo_command.add_parser(commands)
-    run_command.add_parser(commands)
-    agents_command.add_parser(commands)
-    conformance_command.add_parser(commands)
-    serve_command.add_parser(commands)
-    bridge_command.add_parser(commands)
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    # Only the chosen command's module is imported (each command starts as a process of its
+    # own: `bridge` and `conformance` are started once per check by tools and CI, and `run`'s
+    # parser alone imports the provider layer); the others get a placeholder parser, never
+    # used. Without a command (``--help``, a typo), every parser is built, for the help text.
+    chosen = next((arg for arg in argv if not arg.startswith("-")), None)
+    modules: dict[str, _Command] = {}
+    for name in _COMMANDS:
+        if chosen in _COMMANDS and name != chosen:
+            commands.add_parser(name)
+            continue
+        module = cast(_Command, importlib.import_module(f".commands.{name}", __package__))
+        module.add_parser(commands)
+        modules[name] = module
+    args = parser.parse_args(argv)
+    module = modules.get(args.command)
+    if module is None:
+        parser.print_help(sys.stderr)
+        return 2
     if args.command == "conformance":
         try:
-            return conformance_command.run(args)
+            return module.run(args)
         except KeyboardInterrupt:
             return 130
-    if args.command == "serve":
-        return serve_command.run(args)
-    if args.command == "run":
-        return run_command.run(args)
-    if args.command == "agents":
-        return agents_command.run(args)
-    if args.command == "bridge":
-        return bridge_command.run(args)
-    if args.command == "demo":
-        return demo_command.run(args)
-    parser.print_help(sys.stderr)
-    return 2
+    return module.run(args)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,9 @@ renames node ids, which pytest 9 no longer allows, so its groups are silently ig
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -55,6 +58,20 @@ GROUPS: dict[str, str] = {
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     backend: str = request.param
     return backend
+
+
+@pytest.fixture
+def certificate(tmp_path: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and its key (PEM), made by the ``openssl``
+    command (the TLS tests of ``serve --listen`` and ``serve --a2a``)."""
+    if shutil.which("openssl") is None:
+        pytest.fail("the openssl command is needed for the TLS tests: install openssl")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    command = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
+    command += ["-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1"]
+    command += ["-addext", "subjectAltName=IP:127.0.0.1"]
+    subprocess.run(command, check=True, capture_output=True, timeout=60)
+    return cert, key
 
 
 def group_of(nodeid: str) -> str | None:

@@ -7,7 +7,6 @@ Servers on 127.0.0.1 only; the certificate is made by the ``openssl`` command.""
 from __future__ import annotations
 
 import re
-import shutil
 import ssl
 import subprocess
 import sys
@@ -43,19 +42,6 @@ _LISTENING: Final = re.compile(r"listening on (https://\S+/) \(card: (\S+)\)\n")
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"  # the SDK's server is asyncio-based
-
-
-@pytest.fixture
-def certificate(tmp_path: Path) -> tuple[Path, Path]:
-    """A self-signed certificate for 127.0.0.1 and its key (PEM)."""
-    if shutil.which("openssl") is None:
-        pytest.skip("the openssl command is not installed")
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    command = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
-    command += ["-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1"]
-    command += ["-addext", "subjectAltName=IP:127.0.0.1"]
-    subprocess.run(command, check=True, capture_output=True)
-    return cert, key
 
 
 @asynccontextmanager

@@ -3,9 +3,7 @@ and ``wss://`` (asyncio and trio; the certificate is made by the ``openssl`` com
 
 from __future__ import annotations
 
-import shutil
 import ssl
-import subprocess
 from pathlib import Path
 
 import httpx
@@ -16,19 +14,6 @@ from subagents.remote import RemoteServerConfigError, agent_command, serve_acp_h
 from tests.remote._server_helpers import REFERENCE, WAIT, initialize_request
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def certificate(tmp_path: Path) -> tuple[Path, Path]:
-    """A self-signed certificate for 127.0.0.1 and its key (PEM)."""
-    if shutil.which("openssl") is None:
-        pytest.skip("the openssl command is not installed")
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    command = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
-    command += ["-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1"]
-    command += ["-addext", "subjectAltName=IP:127.0.0.1"]
-    subprocess.run(command, check=True, capture_output=True)
-    return cert, key
 
 
 async def test_https_serves_http2_and_wss(certificate: tuple[Path, Path]) -> None:

@@ -157,21 +157,21 @@ def _message_text(message: Message) -> str:
     return _parts_text(message.parts)
 
 
-def _whole(value: JsonValue) -> JsonValue:
-    """``value`` with its whole numbers as ints (protobuf's ``Value`` holds every number as a
-    double: an agent's ``3`` arrives as ``3.0``)."""
+def whole_numbers(value: JsonValue) -> JsonValue:
+    """``value`` with its whole numbers as ints (protobuf's ``Value`` and ``Struct`` hold every
+    number as a double: an agent's ``3``, a schema's ``"minimum": 3`` arrive as ``3.0``)."""
     if isinstance(value, float):
         return int(value) if value.is_integer() and abs(value) < 2**53 else value
     if isinstance(value, list):
-        return [_whole(item) for item in value]
+        return [whole_numbers(item) for item in value]
     if isinstance(value, dict):
-        return {key: _whole(item) for key, item in value.items()}
+        return {key: whole_numbers(item) for key, item in value.items()}
     return value
 
 
 def _parts_data(parts: Iterable[Part]) -> list[JsonValue]:
     """The values of the data parts among ``parts``, in order."""
-    return [_whole(MessageToDict(part)["data"]) for part in parts if part.HasField("data")]
+    return [whole_numbers(MessageToDict(part)["data"]) for part in parts if part.HasField("data")]
 
 
 @final

@@ -331,29 +331,17 @@ async def _release(child: _Child) -> None:
             await child.continuation.dispose()
 
 
-def _whole(value: JsonValue) -> JsonValue:
-    """``value`` with its whole numbers as ints (protobuf's ``Struct`` holds every number as a
-    double: a schema's ``"minimum": 3`` arrives as ``3.0``)."""
-    if isinstance(value, float):
-        return int(value) if value.is_integer() and abs(value) < 2**53 else value
-    if isinstance(value, list):
-        return [_whole(item) for item in value]
-    if isinstance(value, dict):
-        return {key: _whole(item) for key, item in value.items()}
-    return value
-
-
 def _requested_schema(message: Message | None, *, provider: str) -> dict[str, JsonValue] | None:
     """The output schema the message's metadata asks for (whole numbers as ints), ``None``
     when it asks for none. ``SubagentError(INVALID_REQUEST)`` when it is not a JSON object or
     not a valid JSON schema."""
     from google.protobuf.json_format import MessageToDict
 
-    from ..providers.a2a import OUTPUT_SCHEMA_KEY
+    from ..providers.a2a import OUTPUT_SCHEMA_KEY, whole_numbers
 
     if message is None or OUTPUT_SCHEMA_KEY not in message.metadata:
         return None
-    raw = _whole(cast(JsonValue, MessageToDict(message.metadata)[OUTPUT_SCHEMA_KEY]))
+    raw = whole_numbers(cast(JsonValue, MessageToDict(message.metadata)[OUTPUT_SCHEMA_KEY]))
     if not isinstance(raw, dict):
         raise SubagentError(
             SubagentErrorCode.INVALID_REQUEST,

@@ -15,7 +15,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from subagents.conformance.framework import LONG, SHARES, Options, SharedExchanges
+from subagents.conformance.framework import LONG, POOLED, SHARES, Options, SharedExchanges
 from subagents.conformance.requirements import REQUIREMENTS
 from subagents.conformance.runner import Status, batches, run_suite
 
@@ -38,19 +38,22 @@ def _counting_reference(tmp_path: Path) -> tuple[tuple[str, ...], Path]:
 
 
 def test_checks_that_share_an_exchange_form_one_batch_started_first() -> None:
-    """Every check of a shared exchange is in the same batch; the shared batches and the long
-    checks come before the short ones, which keep the registry's order."""
+    """Every check of a shared exchange is in the same batch, and so is every pooled check; the
+    batches of several checks and the long checks come before the short ones, which keep the
+    registry's order."""
     jobs = batches(REQUIREMENTS.values())
     for key in set(SHARES.values()):
         holding = [b for b in jobs if any(SHARES.get(r.id) == key for r in b)]
         assert len(holding) == 1
         assert {r.id for r in holding[0]} == {i for i, k in SHARES.items() if k == key}
-    first_short = next(
-        n for n, b in enumerate(jobs) if not any(r.id in LONG or r.id in SHARES for r in b)
-    )
-    assert all(len(b) == 1 and b[0].id not in LONG for b in jobs[first_short:])
+    pooled = [b for b in jobs if any(r.id in POOLED for r in b)]
+    assert len(pooled) == 1
+    assert {r.id for r in pooled[0]} == POOLED
+    several = LONG | set(SHARES) | POOLED
+    first_short = next(n for n, b in enumerate(jobs) if not any(r.id in several for r in b))
+    assert all(len(b) == 1 and b[0].id not in several for b in jobs[first_short:])
     short = [b[0].id for b in jobs[first_short:]]
-    assert short == [i for i in REQUIREMENTS if i not in LONG and i not in SHARES]
+    assert short == [i for i in REQUIREMENTS if i not in several]
     assert len(BASIC) >= 10
 
 
@@ -120,3 +123,75 @@ async def test_the_load_checks_share_one_reopened_session(tmp_path: Path) -> Non
     assert [r.status for r in report.results] == [Status.PASS] * len(LOAD)
     assert len(LOAD) == 3
     assert starts.read_text().count("started") == 3
+
+
+POOLED_IDS = sorted(POOLED)
+
+_STALL_AFTER_CLOSE = """
+import json, subprocess, sys, threading
+
+child = subprocess.Popen(
+    [sys.executable, "-m", "subagents.agents.reference"], stdin=subprocess.PIPE,
+    stdout=subprocess.PIPE,
+)
+closes = set()
+stalled = threading.Event()
+
+def to_agent():
+    for line in sys.stdin.buffer:
+        message = json.loads(line)
+        if message.get("method") == "session/close":
+            closes.add(message["id"])
+        child.stdin.write(line)
+        child.stdin.flush()
+    child.stdin.close()
+
+threading.Thread(target=to_agent, daemon=True).start()
+for line in child.stdout:
+    if stalled.is_set():
+        continue
+    sys.stdout.buffer.write(line)
+    sys.stdout.buffer.flush()
+    message = json.loads(line)
+    if "method" not in message and message.get("id") in closes:
+        stalled.set()
+child.wait()
+"""
+
+
+async def test_the_pooled_checks_share_one_initialized_agent_process(tmp_path: Path) -> None:
+    """Issue 17 (test time): the pooled checks (session methods, modes, config options,
+    content blocks, error answers, ...) judge the reference agent on one initialized process
+    beside the probe, each in a directory of its own, and all of them pass."""
+    command, starts = _counting_reference(tmp_path)
+    report = await run_suite(Options(command=command, cwd=tmp_path), only=POOLED_IDS)
+    assert {r.requirement.id: r.status for r in report.results} == {
+        i: Status.INFO if REQUIREMENTS[i].tier.value == "informational" else Status.PASS
+        for i in POOLED_IDS
+    }
+    assert not any(note for r in report.results for note in r.notes if "shared" in note)
+    assert len(POOLED_IDS) >= 25
+    assert starts.read_text().count("started") == 2  # the probe, the shared process
+
+
+async def test_a_pooled_check_failed_by_an_earlier_checks_damage_is_judged_alone(
+    tmp_path: Path,
+) -> None:
+    """An agent that stops answering once it has answered a session/close passes
+    ACP-CLOSE-001; the pooled checks after it time out on the shared process, and are judged
+    again each on a process of its own, where they pass: the verdict is theirs alone (with a
+    note of what the shared process did), not the earlier check's damage."""
+    script = tmp_path / "stalls_after_close.py"
+    script.write_text(_STALL_AFTER_CLOSE)
+    after = ["ACP-MODES-001", "ACP-CONFIG-001"]
+    only = ["ACP-CLOSE-001", *after]
+    assert [r.id for r in batches(REQUIREMENTS[i] for i in only)[0]] == only  # in this order
+    options = Options(command=(sys.executable, str(script)), cwd=tmp_path, timeout=2.0)
+    report = await run_suite(options, only=only)
+    results = {r.requirement.id: r for r in report.results}
+    assert {i: r.status for i, r in results.items()} == dict.fromkeys(only, Status.PASS)
+    assert results["ACP-CLOSE-001"].notes == []
+    first = results[after[0]].notes
+    assert len(first) == 1
+    assert first[0].startswith("on the run's shared agent process (")
+    assert "no answer" in first[0]

@@ -28,6 +28,15 @@ registered with ``@check(ID, shares=KEY)``, they get it from :meth:`CheckContext
 runs it once per run (and once more for the retry of an inconclusive attempt); the runner runs
 the checks of one key one after the other in one job, so the exchange costs one agent process,
 not one per requirement.
+
+Checks that need an initialized agent but judge only their own sessions and requests (session
+methods, modes, content blocks, error answers, ...) are registered with ``@check(ID,
+pooled=True)`` and take their agent from :meth:`CheckContext.ready_agent`: the runner runs them
+one after the other on one initialized process (a :class:`SharedAgent`), each in a private
+directory, as a client runs many sessions in one agent. A process that has ended is replaced.
+A pooled check that does not pass runs once more on a process of its own and that verdict
+stands, so a defect shows under the requirement it breaks, not under the check that happened
+to come after it.
 """
 
 from __future__ import annotations
@@ -38,16 +47,19 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import TracebackType
 from typing import Any, NoReturn, TypeVar, cast
 
 import anyio
+import anyio.abc
 
 from .requirements import REQUIREMENTS, Requirement
-from .wire import AgentWire, ClientSide, Response, WireError, WireTimeout, open_wire
+from .wire import AgentWire, ClientSide, Line, Response, WireError, WireTimeout, open_wire
 
 __all__ = (
     "CHECKS",
     "LONG",
+    "POOLED",
     "SHARES",
     "BlockedByAuth",
     "CheckBlocked",
@@ -58,6 +70,7 @@ __all__ = (
     "CheckSkipped",
     "Options",
     "Probe",
+    "SharedAgent",
     "SharedExchanges",
     "StartFailure",
     "check",
@@ -232,6 +245,82 @@ class SharedExchanges:
             return cast(_T, self._done[(key, attempt)])
 
 
+class SharedAgent:
+    """One initialized agent process that the pooled checks of a run use one after the other
+    (see the module docstring). An ``async with`` block owns it: the process runs in a task
+    of this object's and is stopped (the shutdown ladder of :func:`open_wire`) when the block
+    ends or when :meth:`retire` replaces it."""
+
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        self.processes = 0
+        """How many processes it started."""
+        self._wire: AgentWire | None = None
+        self._ready = False
+        self._stop: anyio.Event | None = None
+        self._tg: anyio.abc.TaskGroup | None = None
+
+    async def __aenter__(self) -> SharedAgent:
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool | None:
+        self.retire()
+        assert self._tg is not None
+        return await self._tg.__aexit__(exc_type, exc, traceback)
+
+    def retire(self) -> None:
+        """Stop the current process (in the background); the next check gets a new one."""
+        if self._stop is not None:
+            self._stop.set()
+        self._wire, self._ready, self._stop = None, False, None
+
+    async def acquire(self, ctx: CheckContext) -> tuple[AgentWire, int]:
+        """The shared process, initialized by ``ctx`` (:meth:`CheckContext.ready`) when it is
+        new (a new one when the last has ended or its set-up failed), and the index of its
+        first line that is ``ctx``'s (0 when ``ctx`` initialized it)."""
+        if self._tg is None:
+            raise RuntimeError("a SharedAgent is used inside its async with block")
+        wire = self._wire
+        if wire is not None and (wire.eof or wire.process.exit is not None):
+            self.retire()
+        if self._wire is None:
+            self._wire, self._stop = await self._tg.start(self._serve)
+        wire = self._wire
+        assert wire is not None
+        if self._ready:
+            return wire, len(wire.lines)
+        try:
+            await ctx.ready(wire)
+        except BaseException:
+            self.retire()
+            raise
+        self._ready = True
+        return wire, 0
+
+    async def _serve(
+        self, *, task_status: anyio.abc.TaskStatus[tuple[AgentWire, anyio.Event]]
+    ) -> None:
+        self.processes += 1
+        stop = anyio.Event()
+        async with open_wire(
+            self.options.command,
+            cwd=self.options.cwd,
+            session_dir=self.options.workdir / f"shared-{next(_dirs)}",
+            env=self.options.env,
+            client=ClientSide(),
+            timeout=self.options.timeout,
+        ) as wire:
+            task_status.started((wire, stop))
+            await stop.wait()
+
+
 class CheckContext:
     """Everything a check needs; see the module docstring."""
 
@@ -243,6 +332,7 @@ class CheckContext:
         *,
         shared: SharedExchanges | None = None,
         attempt: int = 1,
+        pool: SharedAgent | None = None,
     ) -> None:
         self.requirement = requirement
         self.options = options
@@ -251,18 +341,30 @@ class CheckContext:
         self.notes: list[str] = []
         self.attempt = attempt
         """1, or 2 for the retry of an inconclusive first attempt."""
+        self.pool = pool
+        """The run's shared process for a pooled check (:meth:`ready_agent`), else ``None``."""
+        self.pooled = False
+        """Whether the check used the shared process."""
         self._shared = shared if shared is not None else SharedExchanges()
+        self._since: dict[int, int] = {}
 
     async def shared(self, key: str, make: Callable[[], Awaitable[_T]]) -> _T:
         """The exchange ``key`` of this run and attempt, made by ``make()`` if no check has
         asked for it yet (see :class:`SharedExchanges`)."""
         return await self._shared.get(key, self.attempt, make)
 
-    def adopt(self, wire: AgentWire) -> None:
-        """Record a process another check started (a shared exchange) as one this check
-        judged: its transcript and schema findings go into this check's result."""
+    def adopt(self, wire: AgentWire, *, since: int = 0) -> None:
+        """Record a process another check started (a shared exchange, the shared process) as
+        one this check judged: its transcript and schema findings from line ``since`` on go
+        into this check's result."""
         if wire not in self.wires:
             self.wires.append(wire)
+            self._since[id(wire)] = since
+
+    def lines_of(self, wire: AgentWire) -> list[Line]:
+        """The lines of ``wire`` this check judged (all of them, but for the shared process
+        the ones from the check's own start on)."""
+        return wire.lines[self._since.get(id(wire), 0) :]
 
     # -- outcomes --------------------------------------------------------------------------
 
@@ -302,6 +404,25 @@ class CheckContext:
         ) as wire:
             self.wires.append(wire)
             yield wire
+
+    @asynccontextmanager
+    async def ready_agent(self) -> AsyncGenerator[AgentWire, None]:
+        """An initialized agent (:meth:`ready` done) with a private directory
+        (:attr:`AgentWire.cwd`) for the check's own sessions: the run's shared process when the
+        check runs in a pool (see the module docstring), else a fresh process. The check must
+        judge only its own sessions and requests on it."""
+        if self.pool is None:
+            async with self.agent() as wire:
+                await self.ready(wire)
+                yield wire
+            return
+        self.pooled = True
+        wire, since = await self.pool.acquire(self)
+        directory = self.options.workdir / f"{self.requirement.id.lower()}-{next(_dirs)}"
+        directory.mkdir(parents=True, exist_ok=True)
+        self.adopt(wire, since=since)
+        wire.cwd = directory.resolve()
+        yield wire
 
     async def call(
         self, wire: AgentWire, method: str, params: Any = None, *, setup: bool = False, **kw: Any
@@ -418,17 +539,22 @@ CHECKS: dict[str, CheckFunction] = {}
 SHARES: dict[str, str] = {}
 """Requirement id -> the key of the shared exchange its check judges (see the module
 docstring); the runner runs the checks of one key in one job."""
+POOLED: set[str] = set()
+"""Requirement ids whose checks run on the run's shared process (see the module docstring)."""
 LONG: set[str] = set()
 """Requirement ids whose checks take several agent processes or many turns: the runner starts
 them first, so that a run does not end waiting on one long check started last."""
 
 
 def check(
-    requirement_id: str, *, shares: str | None = None, long: bool = False
+    requirement_id: str, *, shares: str | None = None, long: bool = False, pooled: bool = False
 ) -> Callable[[CheckFunction], CheckFunction]:
     """Register the decorated coroutine as the check of ``requirement_id``; ``shares``: the
     key of the shared exchange it judges (which :meth:`CheckContext.shared` makes); ``long``:
-    see :data:`LONG`."""
+    see :data:`LONG`; ``pooled``: see :data:`POOLED` (the check takes its agent from
+    :meth:`CheckContext.ready_agent`)."""
+    if shares is not None and pooled:
+        raise ValueError("a check judges a shared exchange or runs pooled, not both")
     if requirement_id not in REQUIREMENTS:
         raise KeyError(f"no requirement {requirement_id!r} in the registry")
 
@@ -440,6 +566,8 @@ def check(
             SHARES[requirement_id] = shares
         if long:
             LONG.add(requirement_id)
+        if pooled:
+            POOLED.add(requirement_id)
         function.requirement_id = requirement_id  # type: ignore[attr-defined]
         return function
 

@@ -602,7 +602,7 @@ class _Suite:
 
     async def _run(self, options: Options, requirements: list[Requirement]) -> None:
         from .framework import SharedExchanges
-        from .runner import RUN_WIDE, batches, judge_run_wide, probe_agent, run_check
+        from .runner import RUN_WIDE, batches, judge_run_wide, probe_agent, run_batch
 
         try:
             probe = await probe_agent(options)
@@ -618,20 +618,19 @@ class _Suite:
         done: dict[str, RequirementResult] = {}
 
         async def one(batch: list[Requirement], publish: bool) -> None:
+            def record(requirement: Requirement, result: RequirementResult | Exception) -> None:
+                if isinstance(result, Exception):  # a defect of the suite: the item shows it
+                    self._futures[requirement.id].set_exception(result)
+                    return
+                if requirement.id in self.baseline:
+                    result.expected_failure = self.baseline[requirement.id]
+                    result.intermittent = requirement.id in self.baseline.intermittent
+                done[requirement.id] = result
+                if publish:
+                    self._publish(result)
+
             async with limiter:
-                for requirement in batch:
-                    future = self._futures[requirement.id]
-                    try:
-                        result = await run_check(requirement, options, probe, shared=shared)
-                    except Exception as exc:  # a defect of the suite: the item shows it
-                        future.set_exception(exc)
-                        continue
-                    if requirement.id in self.baseline:
-                        result.expected_failure = self.baseline[requirement.id]
-                        result.intermittent = requirement.id in self.baseline.intermittent
-                    done[requirement.id] = result
-                    if publish:
-                        self._publish(result)
+                await run_batch(batch, options, probe, record, shared=shared)
 
         # The schema requirements judge every message of the other checks: they run after them
         # (their shared exchange is the one the first round made).

@@ -3,8 +3,9 @@
 :func:`run_suite` starts one probe connection (initialize and session/new) to learn what the
 agent advertises, then runs the checks concurrently (at most ``jobs`` at once; each check starts
 its own agent processes, so they do not interfere), each bounded by ``Options.check_timeout``.
-Checks that judge one shared exchange run one after the other in one job (:func:`batches`).
-A requirement whose capability gate is closed is ``n/a``.
+Checks that judge one shared exchange run one after the other in one job, and so do the pooled
+checks, on one shared process (:func:`batches`, :func:`run_batch`). A requirement whose
+capability gate is closed is ``n/a``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from .framework import (
     AUTH_REQUIRED,
     CHECKS,
     LONG,
+    POOLED,
     SHARES,
     BlockedByAuth,
     CheckBlocked,
@@ -41,6 +43,7 @@ from .framework import (
     CheckSkipped,
     Options,
     Probe,
+    SharedAgent,
     SharedExchanges,
     StartFailure,
 )
@@ -65,6 +68,7 @@ __all__ = (
     "identify",
     "judge_run_wide",
     "probe_agent",
+    "run_batch",
     "run_check",
     "run_suite",
 )
@@ -252,13 +256,14 @@ class SuiteReport:
         return table
 
 
-def _transcript(wires: Iterable[AgentWire]) -> tuple[list[dict[str, Any]], str]:
+def _transcript(ctx: CheckContext) -> tuple[list[dict[str, Any]], str]:
     entries: list[dict[str, Any]] = []
     tails: list[str] = []
-    for number, wire in enumerate(wires, 1):
-        lines = wire.lines[-TRANSCRIPT_LINES:]
-        if len(wire.lines) > len(lines):
-            entries.append({"process": number, "omitted_lines": len(wire.lines) - len(lines)})
+    for number, wire in enumerate(ctx.wires, 1):
+        judged = ctx.lines_of(wire)
+        lines = judged[-TRANSCRIPT_LINES:]
+        if len(judged) > len(lines):
+            entries.append({"process": number, "omitted_lines": len(judged) - len(lines)})
         for line in lines:
             entry: dict[str, Any] = {
                 "process": number,
@@ -411,10 +416,14 @@ async def run_check(
     *,
     transcripts: str = "failures",
     shared: SharedExchanges | None = None,
+    pool: SharedAgent | None = None,
 ) -> RequirementResult:
     """Run one requirement's check (or judge it not applicable); a check whose set-up timed
     out although the probe's succeeded runs once more, then is ``inconclusive``. ``shared``:
-    the run's shared exchanges (a fresh set when not given)."""
+    the run's shared exchanges (a fresh set when not given); ``pool``: the shared process a
+    pooled check runs on (a check that used it and did not pass runs again on a process of its
+    own, and that verdict stands; the shared process is replaced, since the agent may be in a
+    bad state)."""
     if transcripts not in TRANSCRIPTS:
         raise ValueError(f"transcripts must be one of {', '.join(TRANSCRIPTS)}")
     if probe.start_failure is not None:
@@ -436,10 +445,32 @@ async def run_check(
             f"unknown whether {requirement.gate} holds: {probe.error}",
         )
     shared = shared if shared is not None else SharedExchanges()
-    result = await _run_once(requirement, options, probe, transcripts, shared, 1)
+    if pool is not None and requirement.id in POOLED:
+        result, pooled = await _run_once(requirement, options, probe, transcripts, shared, 1, pool)
+        if not pooled or result.status in (Status.PASS, Status.INFO):
+            return result
+        pool.retire()
+        first = result
+        result = await _run_attempts(requirement, options, probe, transcripts, shared)
+        if result.status is not first.status:
+            result.notes.append(
+                f"on the run's shared agent process ({first.status.value}): {first.message}"
+            )
+        return result
+    return await _run_attempts(requirement, options, probe, transcripts, shared)
+
+
+async def _run_attempts(
+    requirement: Requirement,
+    options: Options,
+    probe: Probe,
+    transcripts: str,
+    shared: SharedExchanges,
+) -> RequirementResult:
+    result, _ = await _run_once(requirement, options, probe, transcripts, shared, 1)
     if result.status is Status.INCONCLUSIVE:
         first = result.message
-        result = await _run_once(requirement, options, probe, transcripts, shared, 2)
+        result, _ = await _run_once(requirement, options, probe, transcripts, shared, 2)
         result.attempts = 2
         if result.status is Status.INCONCLUSIVE:
             result.message = f"{result.message} (twice; first: {first})"
@@ -453,8 +484,10 @@ async def _run_once(
     transcripts: str,
     shared: SharedExchanges,
     attempt: int,
-) -> RequirementResult:
-    ctx = CheckContext(requirement, options, probe, shared=shared, attempt=attempt)
+    pool: SharedAgent | None = None,
+) -> tuple[RequirementResult, bool]:
+    """The check's result, and whether it used the shared process."""
+    ctx = CheckContext(requirement, options, probe, shared=shared, attempt=attempt, pool=pool)
     started = time.monotonic()
     status = Status.INFO if requirement.tier is Tier.INFORMATIONAL else Status.PASS
     message = ""
@@ -491,29 +524,29 @@ async def _run_once(
     duration = time.monotonic() - started
     result = RequirementResult(requirement, status, message, duration, list(ctx.notes))
     result.blocked_by = blocked_by
-    result.schema_errors, result.unknown_fields, result.unstable_fields = _schema_findings(
-        ctx.wires
-    )
+    result.schema_errors, result.unknown_fields, result.unstable_fields = _schema_findings(ctx)
     keep = transcripts == "all" or (
         transcripts == "failures" and status not in (Status.PASS, Status.INFO)
     )
     if keep:
-        result.transcript, result.stderr_tail = _transcript(ctx.wires)
+        result.transcript, result.stderr_tail = _transcript(ctx)
     if status is Status.INFO and not message:
         result.message = "; ".join(ctx.notes)
-    return result
+    return result, ctx.pooled
 
 
 SCHEMA_FINDINGS_KEPT = 20
 """At most this many schema findings of one check are kept for the run-wide judgement."""
 
 
-def _schema_findings(wires: Iterable[AgentWire]) -> tuple[list[str], list[str], list[str]]:
+def _schema_findings(ctx: CheckContext) -> tuple[list[str], list[str], list[str]]:
     errors: list[str] = []
     unknown: list[str] = []
     unstable: list[str] = []
-    for wire in wires:
-        for line in wire.agent_lines():
+    for wire in ctx.wires:
+        for line in ctx.lines_of(wire):
+            if line.direction != "agent":
+                continue
             errors.extend(e for e in line.schema_errors if e not in errors)
             unknown.extend(u for u in line.unknown_fields if u not in unknown)
             unstable.extend(u for u in line.unstable_fields if u not in unstable)
@@ -572,19 +605,58 @@ def _in_workdir(options: Options, root: str) -> Options:
 
 def batches(requirements: Iterable[Requirement]) -> list[list[Requirement]]:
     """The jobs that run ``requirements``: the checks that share an exchange together, one
-    after the other (one agent process for all of them), every other check alone; the
-    batches of shared exchanges and the long checks first (so that the run does not end on one
-    long job started last), otherwise in the given order."""
+    after the other (one agent process for all of them), the pooled checks together (one shared
+    process), every other check alone; the batches of several checks and the long checks first
+    (so that the run does not end on one long job started last), otherwise in the given
+    order."""
     shared: dict[str, list[Requirement]] = {}
     alone: list[list[Requirement]] = []
     for requirement in requirements:
-        key = SHARES.get(requirement.id)
+        key = POOL if requirement.id in POOLED else SHARES.get(requirement.id)
         if key is None:
             alone.append([requirement])
         else:
             shared.setdefault(key, []).append(requirement)
     jobs = [*shared.values(), *alone]
-    return sorted(jobs, key=lambda batch: not any(r.id in LONG or r.id in SHARES for r in batch))
+    return sorted(jobs, key=lambda batch: not any(_long(r.id) for r in batch))
+
+
+def _long(requirement_id: str) -> bool:
+    return requirement_id in LONG or requirement_id in SHARES or requirement_id in POOLED
+
+
+POOL = "\0pooled"
+"""The key under which :func:`batches` groups the pooled checks (no shared exchange's key)."""
+
+
+async def run_batch(
+    batch: Iterable[Requirement],
+    options: Options,
+    probe: Probe,
+    on_result: Callable[[Requirement, RequirementResult | Exception], None],
+    *,
+    shared: SharedExchanges,
+    transcripts: str = "failures",
+) -> None:
+    """Run the checks of one batch (of :func:`batches`) one after the other, the pooled ones
+    on one shared process that this call owns; ``on_result`` gets each result, or the
+    exception a check's run raised (a defect of the suite)."""
+    batch = list(batch)
+    async with SharedAgent(options) as pool:
+        for requirement in batch:
+            try:
+                result = await run_check(
+                    requirement,
+                    options,
+                    probe,
+                    transcripts=transcripts,
+                    shared=shared,
+                    pool=pool,
+                )
+            except Exception as exc:
+                on_result(requirement, exc)
+            else:
+                on_result(requirement, result)
 
 
 def default_jobs() -> int:
@@ -636,21 +708,23 @@ async def run_suite(
             limiter = anyio.CapacityLimiter(jobs)
             shared = SharedExchanges()
 
+            def record(requirement: Requirement, result: RequirementResult | Exception) -> None:
+                if isinstance(result, Exception):
+                    raise result
+                if baseline and requirement.id in baseline:
+                    result.expected_failure = baseline[requirement.id]
+                    result.intermittent = (
+                        isinstance(baseline, Baseline) and requirement.id in baseline.intermittent
+                    )
+                results[requirement.id] = result
+                if on_result is not None:
+                    on_result(result, len(results), len(wanted))
+
             async def one(batch: list[Requirement]) -> None:
                 async with limiter:
-                    for requirement in batch:
-                        result = await run_check(
-                            requirement, options, probe, transcripts=transcripts, shared=shared
-                        )
-                        if baseline and requirement.id in baseline:
-                            result.expected_failure = baseline[requirement.id]
-                            result.intermittent = (
-                                isinstance(baseline, Baseline)
-                                and requirement.id in baseline.intermittent
-                            )
-                        results[requirement.id] = result
-                        if on_result is not None:
-                            on_result(result, len(results), len(wanted))
+                    await run_batch(
+                        batch, options, probe, record, shared=shared, transcripts=transcripts
+                    )
 
             async with anyio.create_task_group() as tg:
                 for batch in batches(wanted):

@@ -69,10 +69,9 @@ async def batch(ctx: CheckContext) -> None:
         )
 
 
-@check("ACP-INFO-UNKNOWNSESSION-001")
+@check("ACP-INFO-UNKNOWNSESSION-001", pooled=True)
 async def unknown_session(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await ctx.ready(wire)
+    async with ctx.ready_agent() as wire:
         response = await ctx.call(
             wire,
             "session/prompt",
@@ -122,10 +121,9 @@ async def second_prompt_while_one_runs(ctx: CheckContext) -> None:
         ctx.note("two prompts at once (then a cancel): " + "; ".join(outcomes))
 
 
-@check("ACP-INFO-IDLECANCEL-001")
+@check("ACP-INFO-IDLECANCEL-001", pooled=True)
 async def cancel_of_idle_session(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await ctx.ready(wire)
+    async with ctx.ready_agent() as wire:
         session_id = await ctx.new_session(wire)
         start = len(wire.lines)
         await wire.notify("session/cancel", {"sessionId": session_id})
@@ -138,10 +136,9 @@ async def cancel_of_idle_session(ctx: CheckContext) -> None:
         )
 
 
-@check("ACP-INFO-RELATIVECWD-001")
+@check("ACP-INFO-RELATIVECWD-001", pooled=True)
 async def relative_cwd(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await ctx.ready(wire)
+    async with ctx.ready_agent() as wire:
         response = await ctx.call(wire, "session/new", {"cwd": "relative/dir", "mcpServers": []})
         ctx.auth_blocked("session/new", response)
         ctx.note(f"session/new with a relative cwd: {response.describe()}")

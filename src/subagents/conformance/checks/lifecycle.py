@@ -173,20 +173,18 @@ async def session_new_gives_an_id(ctx: CheckContext) -> None:
     (await basic_run(ctx)).session()
 
 
-@check("ACP-SESSION-002")
+@check("ACP-SESSION-002", pooled=True)
 async def session_ids_are_unique(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await ctx.ready(wire)
+    async with ctx.ready_agent() as wire:
         first = await ctx.new_session(wire)
         second = await ctx.new_session(wire)
         if first == second:
             ctx.fail(f"two session/new calls both returned the session id {first!r}")
 
 
-@check("ACP-SESSION-003")
+@check("ACP-SESSION-003", pooled=True)
 async def no_update_before_the_session_exists(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await ctx.ready(wire)
+    async with ctx.ready_agent() as wire:
         for _ in range(2):  # two sessions: an agent that races its own response may win once
             start = len(wire.lines)
             response = await ctx.session_new_response(wire)

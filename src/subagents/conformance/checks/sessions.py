@@ -16,8 +16,7 @@ from ._common import HISTORY_UPDATES, index_of, update_kind, updates_between
 
 
 async def _session_with_history(ctx: CheckContext, wire: AgentWire) -> str:
-    """initialize, session/new and one answered prompt turn: the session id."""
-    await ctx.ready(wire)
+    """session/new and one answered prompt turn (on an initialized agent): the session id."""
     session_id = await ctx.new_session(wire)
     ctx.stop_reason(await ctx.prompt(wire, session_id))
     return session_id
@@ -86,6 +85,7 @@ async def _reopened(ctx: CheckContext, method: str) -> _Reopened:
         try:
             async with ctx.agent() as first:
                 run.wires.append(first)
+                await ctx.ready(first)
                 run.session_id = await _session_with_history(ctx, first)
                 cwd = first.cwd
                 await first.close_stdin()
@@ -176,20 +176,18 @@ async def load_result_is_an_object(ctx: CheckContext) -> None:
         ctx.fail(f"session/load was answered with {response.describe()}, not an object")
 
 
-@check("ACP-ADDDIRS-001")
+@check("ACP-ADDDIRS-001", pooled=True)
 async def additional_directories_are_accepted(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await ctx.ready(wire)
+    async with ctx.ready_agent() as wire:
         extra = wire.cwd / "additional-root"
         extra.mkdir(exist_ok=True)
         session_id = await ctx.new_session(wire, additionalDirectories=[str(extra)])
         ctx.stop_reason(await ctx.prompt(wire, session_id))
 
 
-@check("ACP-LOAD-004")
+@check("ACP-LOAD-004", pooled=True)
 async def load_of_unknown_session_fails(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await ctx.ready(wire)
+    async with ctx.ready_agent() as wire:
         response = await ctx.call(
             wire,
             "session/load",
@@ -245,9 +243,9 @@ def _listed(response: Response) -> list[str]:
     ]
 
 
-@check("ACP-LIST-001")
+@check("ACP-LIST-001", pooled=True)
 async def list_includes_a_new_session(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
+    async with ctx.ready_agent() as wire:
         session_id = await _session_with_history(ctx, wire)
         response = await ctx.call(wire, "session/list", {"cwd": str(wire.cwd)})
         if not response.ok:
@@ -261,12 +259,12 @@ async def list_includes_a_new_session(ctx: CheckContext) -> None:
             )
 
 
-@check("ACP-LIST-002")
+@check("ACP-LIST-002", pooled=True)
 async def list_of_nothing_is_empty(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
+    async with ctx.ready_agent() as wire:
         await _session_with_history(ctx, wire)
         unused = wire.cwd / "no-session-here"
-        unused.mkdir()
+        unused.mkdir(exist_ok=True)
         response = await ctx.call(wire, "session/list", {"cwd": str(unused)})
         if not response.ok:
             ctx.fail(f"session/list failed: {response.describe()}")
@@ -281,10 +279,9 @@ async def list_of_nothing_is_empty(ctx: CheckContext) -> None:
             )
 
 
-@check("ACP-LIST-003")
+@check("ACP-LIST-003", pooled=True)
 async def list_rejects_an_invalid_cursor(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await ctx.ready(wire)
+    async with ctx.ready_agent() as wire:
         response = await ctx.call(wire, "session/list", {"cursor": "conformance-invalid-cursor"})
         if response.ok:
             ctx.fail(
@@ -295,9 +292,9 @@ async def list_rejects_an_invalid_cursor(ctx: CheckContext) -> None:
         ctx.note(f"an invalid cursor: {response.describe()}")
 
 
-@check("ACP-DELETE-001")
+@check("ACP-DELETE-001", pooled=True)
 async def delete_removes_a_session(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
+    async with ctx.ready_agent() as wire:
         session_id = await _session_with_history(ctx, wire)
         response = await ctx.call(wire, "session/delete", {"sessionId": session_id})
         if not response.ok:
@@ -308,10 +305,9 @@ async def delete_removes_a_session(ctx: CheckContext) -> None:
                 ctx.fail(f"session {session_id!r} is still listed after session/delete")
 
 
-@check("ACP-DELETE-002")
+@check("ACP-DELETE-002", pooled=True)
 async def delete_of_unknown_session_is_silent(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await ctx.ready(wire)
+    async with ctx.ready_agent() as wire:
         response = await ctx.call(
             wire, "session/delete", {"sessionId": "conformance-no-such-session"}
         )
@@ -319,9 +315,9 @@ async def delete_of_unknown_session_is_silent(ctx: CheckContext) -> None:
             ctx.fail(f"deleting a session that never existed failed: {response.describe()}")
 
 
-@check("ACP-CLOSE-001")
+@check("ACP-CLOSE-001", pooled=True)
 async def close_of_idle_session_succeeds(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
+    async with ctx.ready_agent() as wire:
         session_id = await _session_with_history(ctx, wire)
         response = await ctx.call(wire, "session/close", {"sessionId": session_id})
         if not response.ok:
@@ -332,7 +328,6 @@ async def close_of_idle_session_succeeds(ctx: CheckContext) -> None:
 
 
 async def _new_session_result(ctx: CheckContext, wire: AgentWire) -> tuple[str, dict[str, Any]]:
-    await ctx.ready(wire)
     response = await ctx.session_new_response(wire)
     result = response.result
     if not response.ok or not isinstance(result, dict):
@@ -353,9 +348,9 @@ def _mode_ids(result: dict[str, Any]) -> list[str]:
     ]
 
 
-@check("ACP-MODES-001")
+@check("ACP-MODES-001", pooled=True)
 async def current_mode_is_available(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
+    async with ctx.ready_agent() as wire:
         _, result = await _new_session_result(ctx, wire)
         if not result.get("modes"):
             ctx.skip("this session/new result has no modes (the probe's had)")
@@ -366,9 +361,9 @@ async def current_mode_is_available(ctx: CheckContext) -> None:
             )
 
 
-@check("ACP-MODES-002")
+@check("ACP-MODES-002", pooled=True)
 async def set_mode_succeeds(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
+    async with ctx.ready_agent() as wire:
         session_id, result = await _new_session_result(ctx, wire)
         ids = _mode_ids(result)
         if not ids:
@@ -406,9 +401,9 @@ def _options(result: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-@check("ACP-CONFIG-001")
+@check("ACP-CONFIG-001", pooled=True)
 async def config_options_have_defaults(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
+    async with ctx.ready_agent() as wire:
         _, result = await _new_session_result(ctx, wire)
         for option in _options(result):
             if option.get("currentValue") is None:
@@ -423,9 +418,9 @@ async def config_options_have_defaults(ctx: CheckContext) -> None:
                 )
 
 
-@check("ACP-CONFIG-002")
+@check("ACP-CONFIG-002", pooled=True)
 async def set_config_option_answers_the_full_list(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
+    async with ctx.ready_agent() as wire:
         session_id, result = await _new_session_result(ctx, wire)
         options = _options(result)
         select = next((o for o in options if o.get("type") == "select" and _option_values(o)), None)
@@ -451,9 +446,9 @@ async def set_config_option_answers_the_full_list(ctx: CheckContext) -> None:
             )
 
 
-@check("ACP-CONFIG-003")
+@check("ACP-CONFIG-003", pooled=True)
 async def no_boolean_options_unless_advertised(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
+    async with ctx.ready_agent() as wire:
         _, result = await _new_session_result(ctx, wire)
         booleans = [str(o.get("id")) for o in _options(result) if o.get("type") == "boolean"]
         if booleans:

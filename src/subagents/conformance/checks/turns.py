@@ -83,8 +83,7 @@ _CONTENT_BLOCKS: dict[str, tuple[str, dict[str, Any]]] = {
 
 def _accepts(what: str, block: dict[str, Any]) -> Callable[[CheckContext], Awaitable[None]]:
     async def accepts(ctx: CheckContext) -> None:
-        async with ctx.agent() as wire:
-            await ctx.ready(wire)
+        async with ctx.ready_agent() as wire:
             session_id = await ctx.new_session(wire)
             blocks = [{"type": "text", "text": ctx.options.prompt}, block]
             response = await ctx.prompt(wire, session_id, blocks)
@@ -96,7 +95,7 @@ def _accepts(what: str, block: dict[str, Any]) -> Callable[[CheckContext], Await
 
 
 for _id, (_what, _block) in _CONTENT_BLOCKS.items():
-    check(_id)(_accepts(_what, _block))
+    check(_id, pooled=True)(_accepts(_what, _block))
 
 
 _PROSE_WORDS = """
@@ -148,10 +147,9 @@ def realistic_text(size: int, seed: int = 20260822) -> str:
     return "".join(parts)[:size]
 
 
-@check("ACP-PROMPT-004")
+@check("ACP-PROMPT-004", pooled=True)
 async def large_prompts_are_survived(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await ctx.ready(wire)
+    async with ctx.ready_agent() as wire:
         session_id = await ctx.new_session(wire)
         big = ctx.options.prompt + "\n\n" + realistic_text(1024 * 1024)
         first = await ctx.prompt(wire, session_id, big)
@@ -161,10 +159,9 @@ async def large_prompts_are_survived(ctx: CheckContext) -> None:
         ctx.note(f"1 MiB prompt: {first.describe()}")
 
 
-@check("ACP-META-001")
+@check("ACP-META-001", pooled=True)
 async def meta_is_accepted(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await ctx.ready(wire)
+    async with ctx.ready_agent() as wire:
         session_id = await ctx.new_session(wire)
         response = await ctx.prompt(
             wire, session_id, meta={"subagents.conformance": {"probe": True}}
@@ -1018,10 +1015,9 @@ async def paths_are_absolute(ctx: CheckContext) -> None:
     ctx.note(f"{len(paths)} path(s), all absolute")
 
 
-@check("ACP-PLAN-001")
+@check("ACP-PLAN-001", pooled=True)
 async def plans_are_sent_complete(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await ctx.ready(wire)
+    async with ctx.ready_agent() as wire:
         session_id = await ctx.new_session(wire)
         start = len(wire.lines)
         prompt = ctx.options.plan_prompt

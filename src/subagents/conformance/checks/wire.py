@@ -196,10 +196,9 @@ async def notifications_get_no_response(ctx: CheckContext) -> None:
             ctx.fail(f"the agent answered notification(s): {first_lines(answered + nameless)}")
 
 
-@check("ACP-JSONRPC-004")
+@check("ACP-JSONRPC-004", pooled=True)
 async def unknown_method_is_method_not_found(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await ctx.ready(wire)
+    async with ctx.ready_agent() as wire:
         for method in ("conformance/no-such-method", "_conformance/no-such-method"):
             response = await ctx.call(wire, method, {})
             if response.error_code != -32601:
@@ -209,10 +208,9 @@ async def unknown_method_is_method_not_found(ctx: CheckContext) -> None:
                 )
 
 
-@check("ACP-JSONRPC-005")
+@check("ACP-JSONRPC-005", pooled=True)
 async def connection_survives_errors(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await ctx.ready(wire)
+    async with ctx.ready_agent() as wire:
         await ctx.call(wire, "conformance/no-such-method", {})
         await ctx.call(wire, "session/new", {"cwd": 42, "mcpServers": "none"})
         response = await ctx.session_new_response(wire)
@@ -240,10 +238,9 @@ async def no_fields_outside_the_schema(ctx: CheckContext) -> None:
         ctx.fail("; ".join(sorted(set(extra))[:5]))
 
 
-@check("ACP-ERROR-001")
+@check("ACP-ERROR-001", pooled=True)
 async def error_messages_are_single_lines(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await ctx.ready(wire)
+    async with ctx.ready_agent() as wire:
         responses = [
             await ctx.call(wire, "conformance/no-such-method", {}),
             await ctx.call(wire, "session/new", {"cwd": 42}),
@@ -264,10 +261,9 @@ async def error_messages_are_single_lines(ctx: CheckContext) -> None:
                 ctx.fail(f"an error message spans several lines: {message[:300]!r}")
 
 
-@check("ACP-EXT-001")
+@check("ACP-EXT-001", pooled=True)
 async def extension_requests_are_answered(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await ctx.ready(wire)
+    async with ctx.ready_agent() as wire:
         response = await ctx.call(wire, "_conformance/ping", {"probe": True})
         # The wire ensures it: a defensive check, never true.
         if not isinstance(response.message, dict):  # pyright: ignore[reportUnnecessaryIsInstance]  # pragma: no cover

@@ -292,10 +292,9 @@ def _session_id_of(ctx: CheckContext, response: Response) -> str:
 _BY_THE_END = "by the end of the first prompt turn, plus 0.5 s"
 
 
-@check("ACP-MCP-001")
+@check("ACP-MCP-001", pooled=True)
 async def stdio_mcp_servers_are_used(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await ctx.ready(wire)
+    async with ctx.ready_agent() as wire:
         probe = _McpProbe.at(wire, "conformance-probe")
         response = await ctx.session_new_response(wire, setup=False, mcpServers=[probe.entry()])
         if not response.ok:
@@ -314,10 +313,9 @@ async def stdio_mcp_servers_are_used(ctx: CheckContext) -> None:
         )
 
 
-@check("ACP-MCP-002")
+@check("ACP-MCP-002", pooled=True)
 async def every_mcp_server_is_connected(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await ctx.ready(wire)
+    async with ctx.ready_agent() as wire:
         probes = [_McpProbe.at(wire, f"conformance-probe-{n}") for n in ("a", "b")]
         response = await ctx.session_new_response(
             wire, mcpServers=[probe.entry() for probe in probes]
@@ -349,10 +347,9 @@ async def every_mcp_server_is_connected(ctx: CheckContext) -> None:
             )
 
 
-@check("ACP-MCP-005")
+@check("ACP-MCP-005", pooled=True)
 async def stdio_mcp_servers_get_their_env(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await ctx.ready(wire)
+    async with ctx.ready_agent() as wire:
         probe = _McpProbe.at(wire, "conformance-probe")
         response = await ctx.session_new_response(wire, mcpServers=[probe.entry()])
         if not response.ok:

@@ -1050,14 +1050,19 @@ async def plans_are_sent_complete(ctx: CheckContext) -> None:
         ctx.note(f"{len(plans)} plan update(s)")
 
 
-@check("ACP-PERMISSION-001")
+@check("ACP-PERMISSION-001", pooled=True)
 async def rejected_permission_ends_the_turn_normally(ctx: CheckContext) -> None:
-    async with ctx.agent(ClientSide(permission="reject")) as wire:
-        await ctx.ready(wire)
+    async with ctx.ready_agent() as wire:  # the default client rejects every permission
+        assert wire.client.permission == "reject"
         session_id = await ctx.new_session(wire)
         prompt = ctx.options.tool_prompt
         response = await ctx.prompt(wire, session_id, prompt)
-        asked = [r for r in wire.agent_requests if r.get("method") == "session/request_permission"]
+        asked = [
+            r
+            for r in wire.agent_requests
+            if r.get("method") == "session/request_permission"
+            and cast(dict[str, Any], r.get("params") or {}).get("sessionId") == session_id
+        ]
         if not asked:
             ctx.not_exercised(
                 "the agent asked no permission (session/request_permission) for --tool-prompt "

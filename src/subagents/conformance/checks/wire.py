@@ -154,18 +154,20 @@ def _is_response(message: Any) -> bool:
     return isinstance(message, dict) and "method" not in message
 
 
-@check("ACP-JSONRPC-002")
+@check("ACP-JSONRPC-002", pooled=True)
 async def responses_are_well_formed(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await ctx.ready(wire)
+    async with ctx.ready_agent() as wire:
         await wire.start_request("conformance/no-such-method", {})
         await wire.start_request("session/prompt", {"sessionId": 42, "prompt": "not a list"})
         await wire.start_request("session/new", wire.new_session_params())
         await wire.wait_for(lambda: not wire.pending_methods(), ctx.options.timeout)
         bad = [
             line
-            for line in wire.agent_lines()
-            if line.json_ok and _is_response(line.message) and line.jsonrpc_problem is not None
+            for line in ctx.lines_of(wire)
+            if line.direction == "agent"
+            and line.json_ok
+            and _is_response(line.message)
+            and line.jsonrpc_problem is not None
         ]
         if bad:
             ctx.fail(f"malformed response(s): {bad[0].jsonrpc_problem}: {first_lines(bad)}")
@@ -173,10 +175,9 @@ async def responses_are_well_formed(ctx: CheckContext) -> None:
             ctx.fail(f"no response to {', '.join(methods)} within {ctx.options.timeout:g} s")
 
 
-@check("ACP-JSONRPC-003")
+@check("ACP-JSONRPC-003", pooled=True)
 async def notifications_get_no_response(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await ctx.ready(wire)
+    async with ctx.ready_agent() as wire:
         session_id = await ctx.new_session(wire)
         before = len(wire.unmatched_responses)
         await wire.notify("session/cancel", {"sessionId": session_id})
@@ -189,8 +190,9 @@ async def notifications_get_no_response(ctx: CheckContext) -> None:
         answered = wire.unmatched_responses[before:]
         nameless = [
             line
-            for line in wire.agent_lines()
-            if line.jsonrpc_problem == "neither a request, a notification nor a response"
+            for line in ctx.lines_of(wire)
+            if line.direction == "agent"
+            and line.jsonrpc_problem == "neither a request, a notification nor a response"
         ]
         if answered or nameless:
             ctx.fail(f"the agent answered notification(s): {first_lines(answered + nameless)}")

@@ -3,8 +3,9 @@
 Runs the suite, as an agent author would (``subagents conformance --json ... -- AGENT``, no
 other option), against the reference agent, the 20-line agent on the project's endpoint, the
 official SDK's echo example, and the real agents from npm on the project's fake model servers
-(127.0.0.1, a private HOME), one at a time, and prints per agent: wall time, verdict, the load
-average before and after, and the slowest checks. Usage::
+(127.0.0.1, a private HOME), one at a time, and prints per agent: wall time, the CPU time of
+the run (the suite's process and every agent process it started), verdict, the load average
+before and after, and the slowest checks. Usage::
 
     .venv/bin/python bench/conformance_wall.py [AGENT ...]   # default: all of them
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -40,6 +42,7 @@ LOCAL: dict[str, list[str]] = {
 def _run(name: str, command: list[str], env: dict[str, str], work: Path) -> str:
     report = work / "report.json"
     load = os.getloadavg()[0]
+    cpu_before = _children_cpu()
     started = time.monotonic()
     subprocess.run(
         [PYTHON, "-m", "subagents.cli", "conformance", "--json", str(report), "--", *command],
@@ -51,16 +54,26 @@ def _run(name: str, command: list[str], env: dict[str, str], work: Path) -> str:
         check=False,
     )
     wall = time.monotonic() - started
+    cpu = _children_cpu() - cpu_before
     data = json.loads(report.read_text())
     slow = sorted(data["requirements"], key=lambda r: -r["duration"])[:3]
     slowest = ", ".join(f"{r['id']} {r['duration']:.1f}" for r in slow)
     after = os.getloadavg()[0]
-    return f"| {name} | {wall:.1f} s | {data['verdict']} | {load:.1f} -> {after:.1f} | {slowest} |"
+    return (
+        f"| {name} | {wall:.1f} s | {cpu:.1f} s | {data['verdict']} | {load:.1f} -> {after:.1f} "
+        f"| {slowest} |"
+    )
+
+
+def _children_cpu() -> float:
+    """User + system CPU of the reaped children (with the processes they reaped in turn)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def main(wanted: list[str]) -> None:
-    print("| agent | wall | verdict | load | slowest checks (s) |")
-    print("|---|---|---|---|---|")
+    print("| agent | wall | CPU | verdict | load | slowest checks (s) |")
+    print("|---|---|---|---|---|---|")
     for name, command in LOCAL.items():
         if not wanted or name.split()[0] in wanted:
             with tempfile.TemporaryDirectory() as work:
@@ -70,7 +83,7 @@ def main(wanted: list[str]) -> None:
             continue
         command = agent.find_command()
         if command is None:
-            print(f"| {name} | not installed (./scripts/setup) | | | |")
+            print(f"| {name} | not installed (./scripts/setup) | | | | |")
             continue
         with (
             tempfile.TemporaryDirectory() as work,

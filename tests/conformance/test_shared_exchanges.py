@@ -161,8 +161,11 @@ child.wait()
 
 async def test_the_pooled_checks_share_one_initialized_agent_process(tmp_path: Path) -> None:
     """Issue 17 (test time): the pooled checks (session methods, modes, config options,
-    content blocks, error answers, ...) judge the reference agent on one initialized process
-    beside the probe, each in a directory of its own, and all of them pass."""
+    content blocks, error answers, client capabilities, ...) judge the reference agent on one
+    initialized process per client configuration (the default client, and the one offering
+    everything for the terminal and path checks) beside the probe, each in a directory of its
+    own, and all of them pass; only the offered half of each client-capability check has a
+    process of its own."""
     command, starts = _counting_reference(tmp_path)
     report = await run_suite(Options(command=command, cwd=tmp_path), only=POOLED_IDS)
     assert {r.requirement.id: r.status for r in report.results} == {
@@ -171,7 +174,10 @@ async def test_the_pooled_checks_share_one_initialized_agent_process(tmp_path: P
     }
     assert not any(note for r in report.results for note in r.notes if "shared" in note)
     assert len(POOLED_IDS) >= 25
-    assert starts.read_text().count("started") == 2  # the probe, the shared process
+    offered = sum(1 for i in POOLED_IDS if i.startswith("ACP-CLIENTCAP-"))
+    assert offered == 3
+    # the probe, the two shared processes, the offered halves
+    assert starts.read_text().count("started") == 1 + 2 + offered
 
 
 async def test_a_pooled_check_failed_by_an_earlier_checks_damage_is_judged_alone(

@@ -32,11 +32,12 @@ not one per requirement.
 Checks that need an initialized agent but judge only their own sessions and requests (session
 methods, modes, content blocks, error answers, ...) are registered with ``@check(ID,
 pooled=True)`` and take their agent from :meth:`CheckContext.ready_agent`: the runner runs them
-one after the other on one initialized process (a :class:`SharedAgent`), each in a private
-directory, as a client runs many sessions in one agent. A process that has ended is replaced.
-A pooled check that does not pass runs once more on a process of its own and that verdict
-stands, so a defect shows under the requirement it breaks, not under the check that happened
-to come after it.
+one after the other on one initialized process (per client configuration: an
+:class:`AgentPool`), each in a private directory, as a client runs many sessions in one agent.
+A process that has ended is replaced.
+A pooled check that fails (or is blocked or inconclusive) runs once more on a process of its
+own and that verdict stands, so a defect shows under the requirement it breaks, not under the
+check that happened to come after it.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ __all__ = (
     "LONG",
     "POOLED",
     "SHARES",
+    "AgentPool",
     "BlockedByAuth",
     "CheckBlocked",
     "CheckContext",
@@ -70,7 +72,6 @@ __all__ = (
     "CheckSkipped",
     "Options",
     "Probe",
-    "SharedAgent",
     "SharedExchanges",
     "StartFailure",
     "check",
@@ -245,22 +246,33 @@ class SharedExchanges:
             return cast(_T, self._done[(key, attempt)])
 
 
-class SharedAgent:
-    """One initialized agent process that the pooled checks of a run use one after the other
-    (see the module docstring). An ``async with`` block owns it: the process runs in a task
-    of this object's and is stopped (the shutdown ladder of :func:`open_wire`) when the block
-    ends or when :meth:`retire` replaces it."""
+@dataclass
+class _Shared:
+    """One process of an :class:`AgentPool`."""
+
+    wire: AgentWire
+    stop: anyio.Event
+    ready: bool = False
+
+    @property
+    def ended(self) -> bool:
+        return self.wire.eof or self.wire.process.exit is not None
+
+
+class AgentPool:
+    """The initialized agent processes that the pooled checks of a run use one after the other
+    (see the module docstring): one per client configuration (:class:`ClientSide`) asked for.
+    An ``async with`` block owns them: each runs in a task of this object's and is stopped (the
+    shutdown ladder of :func:`open_wire`) when the block ends or when :meth:`retire` drops it."""
 
     def __init__(self, options: Options) -> None:
         self.options = options
         self.processes = 0
         """How many processes it started."""
-        self._wire: AgentWire | None = None
-        self._ready = False
-        self._stop: anyio.Event | None = None
+        self._shared: dict[str, _Shared] = {}
         self._tg: anyio.abc.TaskGroup | None = None
 
-    async def __aenter__(self) -> SharedAgent:
+    async def __aenter__(self) -> AgentPool:
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         return self
@@ -276,36 +288,42 @@ class SharedAgent:
         return await self._tg.__aexit__(exc_type, exc, traceback)
 
     def retire(self) -> None:
-        """Stop the current process (in the background); the next check gets a new one."""
-        if self._stop is not None:
-            self._stop.set()
-        self._wire, self._ready, self._stop = None, False, None
+        """Stop every process (in the background): the next check gets new ones."""
+        for shared in self._shared.values():
+            shared.stop.set()
+        self._shared.clear()
 
-    async def acquire(self, ctx: CheckContext) -> tuple[AgentWire, int]:
-        """The shared process, initialized by ``ctx`` (:meth:`CheckContext.ready`) when it is
-        new (a new one when the last has ended or its set-up failed), and the index of its
-        first line that is ``ctx``'s (0 when ``ctx`` initialized it)."""
+    async def acquire(self, ctx: CheckContext, client: ClientSide) -> tuple[AgentWire, int]:
+        """The shared process offered ``client``, initialized by ``ctx``
+        (:meth:`CheckContext.ready`) when it is new (a new one when the last has ended or its
+        set-up failed), and the index of its first line that is ``ctx``'s (0 when ``ctx``
+        initialized it)."""
         if self._tg is None:
-            raise RuntimeError("a SharedAgent is used inside its async with block")
-        wire = self._wire
-        if wire is not None and (wire.eof or wire.process.exit is not None):
-            self.retire()
-        if self._wire is None:
-            self._wire, self._stop = await self._tg.start(self._serve)
-        wire = self._wire
-        assert wire is not None
-        if self._ready:
-            return wire, len(wire.lines)
+            raise RuntimeError("an AgentPool is used inside its async with block")
+        key = repr(client)
+        shared = self._shared.get(key)
+        if shared is not None and shared.ended:
+            shared.stop.set()
+            shared = None
+        if shared is None:
+            wire, stop = await self._tg.start(self._serve, client)
+            shared = self._shared[key] = _Shared(wire, stop)
+        if shared.ready:
+            return shared.wire, len(shared.wire.lines)
         try:
-            await ctx.ready(wire)
+            await ctx.ready(shared.wire)
         except BaseException:
-            self.retire()
+            shared.stop.set()
+            del self._shared[key]
             raise
-        self._ready = True
-        return wire, 0
+        shared.ready = True
+        return shared.wire, 0
 
     async def _serve(
-        self, *, task_status: anyio.abc.TaskStatus[tuple[AgentWire, anyio.Event]]
+        self,
+        client: ClientSide,
+        *,
+        task_status: anyio.abc.TaskStatus[tuple[AgentWire, anyio.Event]],
     ) -> None:
         self.processes += 1
         stop = anyio.Event()
@@ -314,7 +332,7 @@ class SharedAgent:
             cwd=self.options.cwd,
             session_dir=self.options.workdir / f"shared-{next(_dirs)}",
             env=self.options.env,
-            client=ClientSide(),
+            client=client,
             timeout=self.options.timeout,
         ) as wire:
             task_status.started((wire, stop))
@@ -332,7 +350,7 @@ class CheckContext:
         *,
         shared: SharedExchanges | None = None,
         attempt: int = 1,
-        pool: SharedAgent | None = None,
+        pool: AgentPool | None = None,
     ) -> None:
         self.requirement = requirement
         self.options = options
@@ -406,18 +424,21 @@ class CheckContext:
             yield wire
 
     @asynccontextmanager
-    async def ready_agent(self) -> AsyncGenerator[AgentWire, None]:
-        """An initialized agent (:meth:`ready` done) with a private directory
-        (:attr:`AgentWire.cwd`) for the check's own sessions: the run's shared process when the
-        check runs in a pool (see the module docstring), else a fresh process. The check must
-        judge only its own sessions and requests on it."""
+    async def ready_agent(
+        self, client: ClientSide | None = None
+    ) -> AsyncGenerator[AgentWire, None]:
+        """An initialized agent (:meth:`ready` done) offered ``client`` (the default
+        :class:`ClientSide` when ``None``) with a private directory (:attr:`AgentWire.cwd`) for
+        the check's own sessions: the run's shared process when the check runs in a pool (see
+        the module docstring), else a fresh process. The check must judge only its own sessions,
+        requests and lines (:meth:`lines_of`) on it."""
         if self.pool is None:
-            async with self.agent() as wire:
+            async with self.agent(client) as wire:
                 await self.ready(wire)
                 yield wire
             return
         self.pooled = True
-        wire, since = await self.pool.acquire(self)
+        wire, since = await self.pool.acquire(self, client or ClientSide())
         directory = self.options.workdir / f"{self.requirement.id.lower()}-{next(_dirs)}"
         directory.mkdir(parents=True, exist_ok=True)
         self.adopt(wire, since=since)

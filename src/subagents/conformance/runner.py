@@ -34,6 +34,7 @@ from .framework import (
     LONG,
     POOLED,
     SHARES,
+    AgentPool,
     BlockedByAuth,
     CheckBlocked,
     CheckContext,
@@ -43,7 +44,6 @@ from .framework import (
     CheckSkipped,
     Options,
     Probe,
-    SharedAgent,
     SharedExchanges,
     StartFailure,
 )
@@ -416,14 +416,14 @@ async def run_check(
     *,
     transcripts: str = "failures",
     shared: SharedExchanges | None = None,
-    pool: SharedAgent | None = None,
+    pool: AgentPool | None = None,
 ) -> RequirementResult:
     """Run one requirement's check (or judge it not applicable); a check whose set-up timed
     out although the probe's succeeded runs once more, then is ``inconclusive``. ``shared``:
-    the run's shared exchanges (a fresh set when not given); ``pool``: the shared process a
-    pooled check runs on (a check that used it and did not pass runs again on a process of its
-    own, and that verdict stands; the shared process is replaced, since the agent may be in a
-    bad state)."""
+    the run's shared exchanges (a fresh set when not given); ``pool``: the shared processes a
+    pooled check runs on (a check that used one and failed, or was blocked or inconclusive
+    (:data:`SUSPECT`), runs again on a process of its own, and that verdict stands; the shared
+    processes are replaced, since the agent may be in a bad state)."""
     if transcripts not in TRANSCRIPTS:
         raise ValueError(f"transcripts must be one of {', '.join(TRANSCRIPTS)}")
     if probe.start_failure is not None:
@@ -447,7 +447,7 @@ async def run_check(
     shared = shared if shared is not None else SharedExchanges()
     if pool is not None and requirement.id in POOLED:
         result, pooled = await _run_once(requirement, options, probe, transcripts, shared, 1, pool)
-        if not pooled or result.status in (Status.PASS, Status.INFO):
+        if not pooled or result.status not in SUSPECT:
             return result
         pool.retire()
         first = result
@@ -458,6 +458,13 @@ async def run_check(
             )
         return result
     return await _run_attempts(requirement, options, probe, transcripts, shared)
+
+
+SUSPECT = frozenset({Status.FAIL, Status.BLOCKED, Status.INCONCLUSIVE})
+"""Outcomes of a pooled check that an earlier check's damage to the shared process could
+cause (an answer that never came, a server that was not started): judged again on a process
+of the check's own. A pass, or an agent that did not do what the check asked (not exercised,
+skipped), stands."""
 
 
 async def _run_attempts(
@@ -484,7 +491,7 @@ async def _run_once(
     transcripts: str,
     shared: SharedExchanges,
     attempt: int,
-    pool: SharedAgent | None = None,
+    pool: AgentPool | None = None,
 ) -> tuple[RequirementResult, bool]:
     """The check's result, and whether it used the shared process."""
     ctx = CheckContext(requirement, options, probe, shared=shared, attempt=attempt, pool=pool)
@@ -605,10 +612,10 @@ def _in_workdir(options: Options, root: str) -> Options:
 
 def batches(requirements: Iterable[Requirement]) -> list[list[Requirement]]:
     """The jobs that run ``requirements``: the checks that share an exchange together, one
-    after the other (one agent process for all of them), the pooled checks together (one shared
-    process), every other check alone; the batches of several checks and the long checks first
-    (so that the run does not end on one long job started last), otherwise in the given
-    order."""
+    after the other (one agent process for all of them), the pooled checks together (on the
+    shared processes of an :class:`AgentPool`), every other check alone; the batches of several
+    checks and the long checks first (so that the run does not end on one long job started
+    last), otherwise in the given order."""
     shared: dict[str, list[Requirement]] = {}
     alone: list[list[Requirement]] = []
     for requirement in requirements:
@@ -639,10 +646,10 @@ async def run_batch(
     transcripts: str = "failures",
 ) -> None:
     """Run the checks of one batch (of :func:`batches`) one after the other, the pooled ones
-    on one shared process that this call owns; ``on_result`` gets each result, or the
-    exception a check's run raised (a defect of the suite)."""
+    on the shared processes of an :class:`AgentPool` that this call owns; ``on_result`` gets
+    each result, or the exception a check's run raised (a defect of the suite)."""
     batch = list(batch)
-    async with SharedAgent(options) as pool:
+    async with AgentPool(options) as pool:
         for requirement in batch:
             try:
                 result = await run_check(

@@ -841,45 +841,68 @@ def _elicitation_prompt(ctx: CheckContext) -> str:
     return ctx.options.elicitation_prompt
 
 
-def _called(wire: AgentWire, prefix: str) -> list[str]:
+def _called(ctx: CheckContext, wire: AgentWire, prefix: str) -> list[str]:
+    """The methods starting with ``prefix`` the agent called on ``wire`` during the check."""
     return sorted(
         {
-            str(r.get("method"))
-            for r in wire.agent_requests
-            if str(r.get("method")).startswith(prefix)
+            str(message.get("method"))
+            for message in _sent(ctx, wire)
+            if "id" in message and str(message.get("method")).startswith(prefix)
         }
     )
 
 
-async def _turns(ctx: CheckContext, client: ClientSide, prompts: Iterable[str]) -> AgentWire:
-    """A fresh agent offered ``client``, one session, the ``prompts`` in turn (each answered
-    any way)."""
-    async with ctx.agent(client) as wire:
-        await ctx.ready(wire)
-        session_id = await ctx.new_session(wire)
-        for text in prompts:
-            await ctx.prompt(wire, session_id, text)
+def _sent(ctx: CheckContext, wire: AgentWire) -> list[dict[str, Any]]:
+    """The well-formed messages the agent sent on ``wire`` during the check."""
+    return [
+        cast(dict[str, Any], line.message)
+        for line in ctx.lines_of(wire)
+        if line.direction == "agent" and line.is_message
+    ]
+
+
+async def _turns(
+    ctx: CheckContext, client: ClientSide, prompts: Iterable[str], *, fresh: bool = False
+) -> AgentWire:
+    """An agent offered ``client`` (a fresh one with ``fresh``, else the run's shared one when
+    the check is pooled), one session, the ``prompts`` in turn (each answered any way)."""
+    if fresh:
+        async with ctx.agent(client) as wire:
+            await ctx.ready(wire)
+            await _prompted(ctx, wire, prompts)
+            return wire
+    async with ctx.ready_agent(client) as wire:
+        await _prompted(ctx, wire, prompts)
         return wire
+
+
+async def _prompted(ctx: CheckContext, wire: AgentWire, prompts: Iterable[str]) -> None:
+    session_id = await ctx.new_session(wire)
+    for text in prompts:
+        await ctx.prompt(wire, session_id, text)
 
 
 async def _not_without_capability(
     ctx: CheckContext, *, prefix: str, what: str, offered: ClientSide, option: str, prompt: str
 ) -> None:
     """The agent calls no ``prefix`` method when the client offers no ``what`` (fail); and
-    does call one for the same prompt when it is offered, in another process run at the same
+    does call one for the same prompt when it is offered, in a fresh process run at the same
     time (else nothing was exercised: an agent that never calls them passes for nothing)."""
     wires: dict[bool, AgentWire] = {}
 
     async def run(offer: bool) -> None:
-        wires[offer] = await _turns(ctx, offered if offer else ClientSide(), [prompt])
+        if offer:
+            wires[offer] = await _turns(ctx, offered, [prompt], fresh=True)
+        else:
+            wires[offer] = await _turns(ctx, ClientSide(), [prompt])
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(run, False)
         tg.start_soon(run, True)
-    calls = _called(wires[False], prefix)
+    calls = _called(ctx, wires[False], prefix)
     if calls:
         ctx.fail(f"the client offered no {what}, yet the agent called {', '.join(calls)}")
-    calls = _called(wires[True], prefix)
+    calls = _called(ctx, wires[True], prefix)
     if not calls:
         ctx.not_exercised(
             f"the agent made no {prefix}* request, even when offered {what}, for {option} "
@@ -888,7 +911,7 @@ async def _not_without_capability(
     ctx.note(f"offered {what}, the agent called {', '.join(calls)}; not offered, nothing")
 
 
-@check("ACP-CLIENTCAP-001", long=True)
+@check("ACP-CLIENTCAP-001", long=True, pooled=True)
 async def no_fs_without_the_capability(ctx: CheckContext) -> None:
     await _not_without_capability(
         ctx,
@@ -900,7 +923,7 @@ async def no_fs_without_the_capability(ctx: CheckContext) -> None:
     )
 
 
-@check("ACP-CLIENTCAP-002", long=True)
+@check("ACP-CLIENTCAP-002", long=True, pooled=True)
 async def no_terminal_without_the_capability(ctx: CheckContext) -> None:
     await _not_without_capability(
         ctx,
@@ -912,7 +935,7 @@ async def no_terminal_without_the_capability(ctx: CheckContext) -> None:
     )
 
 
-@check("ACP-CLIENTCAP-003", long=True)
+@check("ACP-CLIENTCAP-003", long=True, pooled=True)
 async def no_elicitation_without_the_capability(ctx: CheckContext) -> None:
     await _not_without_capability(
         ctx,
@@ -924,38 +947,41 @@ async def no_elicitation_without_the_capability(ctx: CheckContext) -> None:
     )
 
 
-def _released(wire: AgentWire) -> set[str]:
-    """Terminal ids the agent sent ``terminal/release`` for (its requests, not our answers:
-    those are written by a task that may not have run yet)."""
+def _released(ctx: CheckContext, wire: AgentWire) -> set[str]:
+    """Terminal ids the agent sent ``terminal/release`` for during the check (its requests,
+    not our answers: those are written by a task that may not have run yet)."""
     released: set[str] = set()
-    for request in wire.agent_requests:
+    for request in _sent(ctx, wire):
         params = request.get("params")
         if request.get("method") == "terminal/release" and isinstance(params, dict):
             released.add(str(cast(dict[str, Any], params).get("terminalId")))
     return released
 
 
-@check("ACP-TERMINAL-001")
+@check("ACP-TERMINAL-001", pooled=True)
 async def terminals_are_released(ctx: CheckContext) -> None:
-    async with ctx.agent(ALL_CLIENT) as wire:
-        await ctx.ready(wire)
+    async with ctx.ready_agent(ALL_CLIENT) as wire:
         session_id = await ctx.new_session(wire)
         prompt = ctx.options.terminal_prompt
         await ctx.prompt(wire, session_id, prompt)
-        if not wire.terminals:
+
+        def created() -> set[str]:
+            return {t for t, info in wire.terminals.items() if info.get("session") == session_id}
+
+        if not created():
             ctx.not_exercised(
                 "the agent created no terminal, even when offered terminals, for "
                 f"--terminal-prompt {prompt!r}"
             )
-        if set(wire.terminals) - _released(wire):
+        if created() - _released(ctx, wire):
             # Released after the answer, by the time the next turn ends, is late but let be.
             await ctx.prompt(wire, session_id)
-        unreleased = sorted(set(wire.terminals) - _released(wire))
+        unreleased = sorted(created() - _released(ctx, wire))
         if unreleased:
             ctx.fail(
                 f"terminal(s) {', '.join(unreleased)} were never released with terminal/release"
             )
-        ctx.note(f"{len(wire.terminals)} terminal(s), all released")
+        ctx.note(f"{len(created())} terminal(s), all released")
 
 
 def _paths(message: dict[str, Any]) -> list[tuple[str, str]]:
@@ -991,7 +1017,7 @@ def _paths(message: dict[str, Any]) -> list[tuple[str, str]]:
     return found
 
 
-@check("ACP-PATHS-001")
+@check("ACP-PATHS-001", pooled=True)
 async def paths_are_absolute(ctx: CheckContext) -> None:
     options = ctx.options
     prompts = {
@@ -1001,7 +1027,7 @@ async def paths_are_absolute(ctx: CheckContext) -> None:
         "--tool-prompt": options.tool_prompt,
     }
     wire = await _turns(ctx, ALL_CLIENT, prompts.values())
-    paths = [found for message in wire.messages() for found in _paths(message)]
+    paths = [found for message in _sent(ctx, wire) for found in _paths(message)]
     if not paths:
         asked = ", ".join(f"{option} {text!r}" for option, text in prompts.items())
         ctx.not_exercised(

@@ -201,3 +201,18 @@ async def test_a_pooled_check_failed_by_an_earlier_checks_damage_is_judged_alone
     assert len(first) == 1
     assert first[0].startswith("on the run's shared agent process (")
     assert "no answer" in first[0]
+
+
+async def test_a_pooled_check_the_agent_did_not_exercise_stands_without_a_second_process(
+    tmp_path: Path,
+) -> None:
+    """A pooled check that was not exercised (here ACP-PLAN-001, given a --plan-prompt the
+    reference agent answers without a plan) is not judged again alone: an agent that did not
+    do what it was asked is no sign of an earlier check's damage, and a second process per
+    such check would cost real agents a start each."""
+    command, starts = _counting_reference(tmp_path)
+    options = Options(command=command, cwd=tmp_path, plan_prompt="Hello")
+    report = await run_suite(options, only=["ACP-PLAN-001", "ACP-META-001"])
+    statuses = {r.requirement.id: r.status for r in report.results}
+    assert statuses == {"ACP-PLAN-001": Status.NOT_EXERCISED, "ACP-META-001": Status.PASS}
+    assert starts.read_text().count("started") == 2  # the probe, the shared process

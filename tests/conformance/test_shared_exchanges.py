@@ -4,6 +4,10 @@ The transport, schema, stderr, initialize-result, session, prompt and shutdown c
 an ordinary exchange; the load and resume checks each judge one reopened session. Each such
 exchange runs once per run (once more only for the retry of an inconclusive attempt), and its
 checks run one after the other in one job, so a run starts far fewer agent processes.
+
+The pooled checks (issue 17: the test command's time is mostly agent processes started) run
+one after the other on one initialized process per client configuration, each judging only its
+own lines; one that fails there is judged again alone.
 """
 
 from __future__ import annotations

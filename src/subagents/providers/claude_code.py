@@ -348,6 +348,11 @@ class ClaudeCodeRun(ChildRun["ClaudeCodeProvider"]):
         # scope is cancelled only after this grace: cancelled first, it would take the
         # connection's reader with it, and the interrupted turn would wait (bounded) for a
         # result nobody reads, then the CLI, still in its turn, for the stdin close timeout.
+        # Before the turn was sent (a start cancelled midway) there is nothing to interrupt:
+        # waiting would only delay the stop.
+        connection = self._connection
+        if connection is None or not connection.turn_running:
+            return
         with anyio.move_on_after(_INTERRUPT_GRACE):
             await self._finished.wait()
 

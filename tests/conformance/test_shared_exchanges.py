@@ -19,9 +19,19 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from subagents.conformance.framework import LONG, POOLED, SHARES, Options, SharedExchanges
+from subagents.conformance.framework import (
+    LONG,
+    POOLED,
+    SHARES,
+    AgentPool,
+    CheckContext,
+    Options,
+    Probe,
+    SharedExchanges,
+)
 from subagents.conformance.requirements import REQUIREMENTS
 from subagents.conformance.runner import Status, batches, run_suite
+from subagents.conformance.wire import ClientSide
 
 pytestmark = pytest.mark.anyio
 
@@ -220,3 +230,35 @@ async def test_a_pooled_check_the_agent_did_not_exercise_stands_without_a_second
     statuses = {r.requirement.id: r.status for r in report.results}
     assert statuses == {"ACP-PLAN-001": Status.NOT_EXERCISED, "ACP-META-001": Status.PASS}
     assert starts.read_text().count("started") == 2  # the probe, the shared process
+
+
+async def test_the_pool_keeps_one_process_per_client_and_replaces_one_that_ended(
+    tmp_path: Path,
+) -> None:
+    """AgentPool: the first check to ask initializes the process (its lines count from 0),
+    later ones get it as it is (their lines count from where they started); another client
+    configuration gets a process of its own; a process that has exited is replaced; leaving
+    the pool's block stops every process it started."""
+    options = Options(
+        command=(sys.executable, "-m", "subagents.agents.reference"),
+        cwd=tmp_path,
+        workdir=tmp_path,
+    )
+    ctx = CheckContext(REQUIREMENTS["ACP-META-001"], options, Probe(init={}))
+    async with AgentPool(options) as pool:
+        wire, since = await pool.acquire(ctx, ClientSide())
+        assert since == 0
+        assert any('"initialize"' in line.raw.decode() for line in wire.lines)
+        again, later = await pool.acquire(ctx, ClientSide())
+        assert again is wire
+        assert later == len(wire.lines) > 0
+        other, _ = await pool.acquire(ctx, ClientSide(terminal=True))
+        assert other is not wire
+        await wire.close_stdin()
+        assert await wire.wait_exit(10) is not None
+        fresh, since = await pool.acquire(ctx, ClientSide())
+        assert fresh is not wire
+        assert since == 0
+    assert pool.processes == 3
+    assert other.process.exit is not None
+    assert fresh.process.exit is not None

@@ -270,6 +270,9 @@ class AgentPool:
         self.processes = 0
         """How many processes it started."""
         self._shared: dict[str, _Shared] = {}
+        self._running: set[anyio.Event] = set()
+        """The stop events of every process still running (also one whose start's caller was
+        cancelled before it could keep it)."""
         self._tg: anyio.abc.TaskGroup | None = None
 
     async def __aenter__(self) -> AgentPool:
@@ -284,6 +287,8 @@ class AgentPool:
         traceback: TracebackType | None,
     ) -> bool | None:
         self.retire()
+        for stop in self._running:
+            stop.set()
         assert self._tg is not None
         return await self._tg.__aexit__(exc_type, exc, traceback)
 
@@ -327,16 +332,20 @@ class AgentPool:
     ) -> None:
         self.processes += 1
         stop = anyio.Event()
-        async with open_wire(
-            self.options.command,
-            cwd=self.options.cwd,
-            session_dir=self.options.workdir / f"shared-{next(_dirs)}",
-            env=self.options.env,
-            client=client,
-            timeout=self.options.timeout,
-        ) as wire:
-            task_status.started((wire, stop))
-            await stop.wait()
+        self._running.add(stop)
+        try:
+            async with open_wire(
+                self.options.command,
+                cwd=self.options.cwd,
+                session_dir=self.options.workdir / f"shared-{next(_dirs)}",
+                env=self.options.env,
+                client=client,
+                timeout=self.options.timeout,
+            ) as wire:
+                task_status.started((wire, stop))
+                await stop.wait()
+        finally:
+            self._running.discard(stop)
 
 
 class CheckContext:

@@ -70,3 +70,15 @@ def test_the_field_parses_round_trips_and_defaults() -> None:
     [spec] = parse_agents('[agents.a]\ncommand = ["a"]\nfirst_event_timeout = 0\n', "t").values()
     assert spec.first_event_timeout is None
     assert parse_agents(to_toml(spec), "t")["a"].first_event_timeout is None
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "inf"])
+def test_a_stop_grace_that_is_not_a_finite_non_negative_number_is_a_usage_error(
+    home: Path, value: str
+) -> None:
+    """``--stop-grace`` (how long a cancelled turn has to end before the agent is stopped)
+    takes seconds >= 0; anything else is refused before the agent starts, with a hint."""
+    done = subagents(home, "run", "mute", "hello", "--stop-grace", value)
+    assert done.returncode == 2
+    assert "--stop-grace: expected seconds >= 0" in done.stderr
+    assert "hint: --stop-grace 2" in done.stderr

@@ -133,12 +133,13 @@ def test_an_answer_to_the_cancel_notification_still_ends_the_run_cancelled(
 def test_a_turn_that_never_ends_is_ended_by_the_timeout(
     tmp_path: Path, fault: str, observe: Observe
 ) -> None:
-    """``--timeout`` fires the signal; an agent that ignores it is abandoned after the
-    provider's cancel bound and stopped; exit 124."""
-    done, token = run_chaos(tmp_path, fault, options=("--timeout", "2"))
+    """``--timeout`` fires the signal; an agent that ignores it is abandoned ``--stop-grace``
+    seconds later (10 by default) and stopped; exit 124."""
+    done, token = run_chaos(tmp_path, fault, options=("--timeout", "2", "--stop-grace", "1"))
     assert done.returncode == 124, done.stderr[-2000:]
     assert done.stdout.startswith("chunk 1chunk 2")
     assert "timed out after 2 s" in done.stderr
+    assert "the agent did not end its turn 1 s after the cancellation" in done.stderr
     assert leftovers(token) == []
     observe("subagents run", fault, f"exit 124 (--timeout 2); {last_line(done.stderr)}")
 

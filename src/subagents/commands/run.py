@@ -22,7 +22,9 @@ Permissions: ``--yes`` allows every request, ``--deny`` denies them all; otherwi
 entry's ``permission``, where ``ask`` asks on the terminal (and denies when there is none).
 
 The first Ctrl-C cancels the child's turn (the run's signal); a second one stops the child at
-once. ``--timeout`` (or the entry's ``timeout``) cancels the turn when it runs out;
+once. ``--timeout`` (or the entry's ``timeout``) cancels the turn when it runs out; a cancelled
+turn that has not ended ``--stop-grace`` seconds later (10 by default) is abandoned and the agent
+stopped;
 ``--first-event-timeout`` (or the entry's ``first_event_timeout``, 120 s by default) ends the
 run when the agent has sent nothing by then, naming the cause and what to do. The known ways a
 built-in cannot reach its model end the run within seconds, with one line naming the cause
@@ -79,7 +81,8 @@ __all__ = ("RunOptions", "add_parser", "run", "run_async")
 
 INTERRUPTED: Final = "interrupted (Ctrl-C)"
 STOP_GRACE: Final = 10.0
-"""Seconds the child has to end its turn once cancelled before it is stopped outright."""
+"""Seconds the child has to end its turn once cancelled before it is stopped outright (the
+default of ``--stop-grace``)."""
 
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:
@@ -133,6 +136,13 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         "the entry's first_event_timeout, 120 by default; 0: no limit)",
     )
     parser.add_argument(
+        "--stop-grace",
+        metavar="SECONDS",
+        type=float,
+        help="how long a cancelled turn (Ctrl-C, --timeout) has to end before the agent is "
+        f"stopped outright ({STOP_GRACE:g} by default)",
+    )
+    parser.add_argument(
         "--cwd", metavar="DIR", help="the agent's working directory (overrides the entry's)"
     )
     return parser
@@ -153,6 +163,8 @@ class RunOptions:
     json_mode: bool = False
     timeout: float | None = None
     first_event_timeout: float | None = None
+    stop_grace: float = STOP_GRACE
+    """Seconds a cancelled turn has to end before the agent is stopped outright."""
 
 
 class _UsageError(Exception):
@@ -217,6 +229,13 @@ def _options(args: argparse.Namespace) -> RunOptions:
             f"--first-event-timeout: expected seconds >= 0, not {first_arg}",
             hint="--first-event-timeout 300 waits five minutes; 0 sets no limit",
         )
+    stop_grace: float | None = getattr(args, "stop_grace", None)
+    if stop_grace is not None and not 0 <= stop_grace < float("inf"):
+        raise _UsageError(
+            "USAGE",
+            f"--stop-grace: expected seconds >= 0, not {stop_grace}",
+            hint="--stop-grace 2 stops an agent 2 s after its turn was cancelled",
+        )
     if args.cwd is not None:
         cwd = Path(args.cwd).expanduser()
         if not cwd.is_dir():
@@ -250,6 +269,7 @@ def _options(args: argparse.Namespace) -> RunOptions:
         json_mode=bool(args.json),
         timeout=timeout or None,
         first_event_timeout=first_event or None,
+        stop_grace=STOP_GRACE if stop_grace is None else stop_grace,
     )
 
 
@@ -368,11 +388,13 @@ async def _not_ready(spec: AgentSpec) -> NotReady | None:
     return result.not_ready
 
 
-async def _stop_after_grace(cancel: CancelSignal, stops: _Stops, console: Console) -> None:
+async def _stop_after_grace(
+    grace: float, cancel: CancelSignal, stops: _Stops, console: Console
+) -> None:
     await cancel.wait()
-    await anyio.sleep(STOP_GRACE)
+    await anyio.sleep(grace)
     console.note(
-        f"the agent did not end its turn {format_seconds(STOP_GRACE)} s after "
+        f"the agent did not end its turn {format_seconds(grace)} s after "
         "the cancellation; stopping it"
     )
     stops.stop(f"{cancel.reason}; the agent did not stop in time and was stopped")
@@ -472,7 +494,7 @@ async def _run_async(options: RunOptions, out: TextIO, err: TextIO, debug: bool)
         await tg.start(_watch_interrupts, cancel, stops, console)
         if options.timeout:
             tg.start_soon(_time_out, options.timeout, cancel, stops)
-        tg.start_soon(_stop_after_grace, cancel, stops, console)
+        tg.start_soon(_stop_after_grace, options.stop_grace, cancel, stops, console)
         if options.first_event_timeout:
             tg.start_soon(_first_event_deadline, options.first_event_timeout, spec, cancel, stops)
         try:

@@ -179,6 +179,8 @@ class HttpLink(MessageLink):
     async def _post_raw(self, line: bytes, message: JsonValue) -> None:
         import httpx
 
+        from ._http_body import post
+
         what = "a line that is not a JSON-RPC message"
         request_id: JsonValue = None
         if is_message(message):
@@ -188,7 +190,7 @@ class HttpLink(MessageLink):
         headers = self._headers(None)
         headers["Content-Type"] = JSON_TYPE
         try:
-            response = await self._clients.client.post(self.url, content=line, headers=headers)
+            response = await post(self._clients.client, self.url, line, headers)
         except httpx.HTTPError as exc:
             raise self.broken(
                 f"POST {what} to {self.url} failed: {type(exc).__name__}: {exc}"
@@ -315,10 +317,12 @@ class HttpLink(MessageLink):
         """POST one message; ``False`` when the server refused it (see :meth:`_refused`)."""
         import httpx
 
+        from ._http_body import post
+
         headers = self._headers(session)
         headers["Content-Type"] = JSON_TYPE
         try:
-            response = await self._clients.client.post(self.url, content=body, headers=headers)
+            response = await post(self._clients.client, self.url, body, headers)
         except httpx.HTTPError as exc:
             raise self.broken(
                 f"POST {what} to {self.url} failed: {type(exc).__name__}: {exc}"
@@ -598,9 +602,11 @@ class _Clients:
         """POST ``initialize``; over h2c that the server does not speak, again over HTTP/1.1."""
         import httpx
 
+        from ._http_body import post
+
         headers = {"Content-Type": JSON_TYPE, "Accept": JSON_TYPE}
         try:
-            return await self.client.post(url, content=body, headers=headers)
+            return await post(self.client, url, body, headers)
         except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
             if not self._may_fall_back:
                 raise link.broken(
@@ -621,7 +627,7 @@ class _Clients:
         self.client = self._make()
         self._may_fall_back = False
         try:
-            return await self.client.post(url, content=body, headers=headers)
+            return await post(self.client, url, body, headers)
         except httpx.HTTPError as exc:
             raise link.broken(
                 f"POST initialize to {url} failed: {type(exc).__name__}: {exc}"

@@ -4,8 +4,8 @@
 agent advertises, then runs the checks concurrently (at most ``jobs`` at once; each check starts
 its own agent processes, so they do not interfere), each bounded by ``Options.check_timeout``.
 Checks that judge one shared exchange run one after the other in one job, and so do the pooled
-checks, on one shared process (:func:`batches`, :func:`run_batch`). A requirement whose
-capability gate is closed is ``n/a``.
+checks, on the shared processes of an :class:`~.framework.AgentPool` (:func:`batches`,
+:func:`run_batch`). A requirement whose capability gate is closed is ``n/a``.
 """
 
 from __future__ import annotations

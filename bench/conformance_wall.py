@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+import run  # bench/run.py: children_cpu_s
 from subagents.testing.fake_models import openai_responses
 from subagents.testing.real_acp_agents import REAL_ACP_AGENTS
 
@@ -42,7 +42,7 @@ LOCAL: dict[str, list[str]] = {
 def _run(name: str, command: list[str], env: dict[str, str], work: Path) -> str:
     report = work / "report.json"
     load = os.getloadavg()[0]
-    cpu_before = _children_cpu()
+    cpu_before = run.children_cpu_s()
     started = time.monotonic()
     subprocess.run(
         [PYTHON, "-m", "subagents.cli", "conformance", "--json", str(report), "--", *command],
@@ -54,7 +54,7 @@ def _run(name: str, command: list[str], env: dict[str, str], work: Path) -> str:
         check=False,
     )
     wall = time.monotonic() - started
-    cpu = _children_cpu() - cpu_before
+    cpu = run.children_cpu_s() - cpu_before
     data = json.loads(report.read_text())
     slow = sorted(data["requirements"], key=lambda r: -r["duration"])[:3]
     slowest = ", ".join(f"{r['id']} {r['duration']:.1f}" for r in slow)
@@ -63,12 +63,6 @@ def _run(name: str, command: list[str], env: dict[str, str], work: Path) -> str:
         f"| {name} | {wall:.1f} s | {cpu:.1f} s | {data['verdict']} | {load:.1f} -> {after:.1f} "
         f"| {slowest} |"
     )
-
-
-def _children_cpu() -> float:
-    """User + system CPU of the reaped children (with the processes they reaped in turn)."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def main(wanted: list[str]) -> None:

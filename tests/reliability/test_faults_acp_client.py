@@ -49,12 +49,15 @@ async def chaos_agent(
     fault: str,
     *args: str,
     errors: list[str] | None = None,
+    on_report: anyio.Event | None = None,
     cancel_timeout: float = 10.0,
     initialize_timeout: float = 30.0,
 ) -> AsyncIterator[AgentConnection]:
     def report(error: RemoteProtocolError) -> None:
         if errors is not None:
             errors.append(str(error))
+        if on_report is not None:
+            on_report.set()
 
     async with connect_agent(
         chaos(fault, *args),
@@ -299,8 +302,9 @@ async def test_a_response_with_an_unknown_id_is_reported_and_the_turn_is_left_in
 async def test_spurious_responses_are_reported_and_ignored(fault: str, observe: Observe) -> None:
     before = snapshot()
     errors: list[str] = []
+    first_report = anyio.Event()
     with anyio.fail_after(BOUND):
-        async with chaos_agent(fault, errors=errors) as agent:
+        async with chaos_agent(fault, errors=errors, on_report=first_report) as agent:
             session = await agent.new_session()
             async with session.prompt("go") as turn:
                 if fault == "answer-notify":
@@ -311,8 +315,7 @@ async def test_spurious_responses_are_reported_and_ignored(fault: str, observe: 
                 await agent.new_session()
             # The agent writes the spurious response from its turn's thread: under load it may
             # come after the answers above. It is reported when it comes (bounded above).
-            while not errors:  # noqa: ASYNC110 - the report is a callback, no event to wait on
-                await anyio.sleep(0.01)
+            await first_report.wait()
     assert texts(updates)[:1] == ["chunk 1"]
     assert errors, f"{fault}: nothing was reported"
     assert_no_leak(before)

@@ -54,6 +54,7 @@ from typing import Any, NoReturn, TypeVar, cast
 import anyio
 import anyio.abc
 
+from .._owned import OwnedTaskGroup
 from .requirements import REQUIREMENTS, Requirement
 from .wire import AgentWire, ClientSide, Line, Response, WireError, WireTimeout, open_wire
 
@@ -273,11 +274,10 @@ class AgentPool:
         self._running: set[anyio.Event] = set()
         """The stop events of every process still running (also one whose start's caller was
         cancelled before it could keep it)."""
-        self._tg: anyio.abc.TaskGroup | None = None
+        self._owned = OwnedTaskGroup("an AgentPool")
 
     async def __aenter__(self) -> AgentPool:
-        self._tg = anyio.create_task_group()
-        await self._tg.__aenter__()
+        await self._owned.open()
         return self
 
     async def __aexit__(
@@ -286,11 +286,10 @@ class AgentPool:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> bool | None:
-        self.retire()
+        self._shared.clear()
         for stop in self._running:
             stop.set()
-        assert self._tg is not None
-        return await self._tg.__aexit__(exc_type, exc, traceback)
+        return await self._owned.close(exc_type, exc, traceback)
 
     def retire(self) -> None:
         """Stop every process (in the background): the next check gets new ones."""
@@ -303,7 +302,8 @@ class AgentPool:
         (:meth:`CheckContext.ready`) when it is new (a new one when the last has ended or its
         set-up failed), and the index of its first line that is ``ctx``'s (0 when ``ctx``
         initialized it)."""
-        if self._tg is None:
+        group = self._owned.group
+        if group is None:
             raise RuntimeError("an AgentPool is used inside its async with block")
         key = repr(client)
         shared = self._shared.get(key)
@@ -311,7 +311,7 @@ class AgentPool:
             shared.stop.set()
             shared = None
         if shared is None:
-            wire, stop = await self._tg.start(self._serve, client)
+            wire, stop = await group.start(self._serve, client)
             shared = self._shared[key] = _Shared(wire, stop)
         if shared.ready:
             return shared.wire, len(shared.wire.lines)

@@ -20,6 +20,7 @@ import anyio.lowlevel
 import pytest
 
 from subagents.conformance.framework import (
+    DISRUPTIVE,
     LONG,
     POOLED,
     SHARES,
@@ -63,6 +64,11 @@ def test_checks_that_share_an_exchange_form_one_batch_started_first() -> None:
     pooled = [b for b in jobs if any(r.id in POOLED for r in b)]
     assert len(pooled) == 1
     assert {r.id for r in pooled[0]} == POOLED
+    # the disruptive ones (malformed input) after every other pooled check
+    order = [r.id in DISRUPTIVE for r in pooled[0]]
+    assert order == sorted(order)
+    assert DISRUPTIVE <= POOLED
+    assert len(DISRUPTIVE) == 3
     several = LONG | set(SHARES) | POOLED
     first_short = next(n for n, b in enumerate(jobs) if not any(r.id in several for r in b))
     assert all(len(b) == 1 and b[0].id not in several for b in jobs[first_short:])
@@ -173,25 +179,90 @@ child.wait()
 """
 
 
+def _expected(requirement_id: str) -> Status:
+    """The reference agent's status for a requirement run without --auth-method."""
+    if requirement_id == "ACP-AUTH-003":  # gated on --auth-method
+        return Status.NOT_APPLICABLE
+    if REQUIREMENTS[requirement_id].tier.value == "informational":
+        return Status.INFO
+    return Status.PASS
+
+
 async def test_the_pooled_checks_share_one_initialized_agent_process(tmp_path: Path) -> None:
     """Issue 17 (test time): the pooled checks (session methods, modes, config options,
-    content blocks, error answers, client capabilities, ...) judge the reference agent on one
-    initialized process per client configuration (the default client, and the one offering
-    everything for the terminal and path checks) beside the probe, each in a directory of its
-    own, and all of them pass; only the offered half of each client-capability check has a
-    process of its own."""
+    content blocks, error answers, client capabilities, HTTP and SSE MCP servers, malformed
+    input, ...) judge the reference agent on one initialized process per client configuration
+    (the probe's own process for the default client, and one offering everything for the
+    terminal and path checks), each in a directory of its own, and all of them pass; only the
+    offered half of each client-capability check has a process of its own."""
     command, starts = _counting_reference(tmp_path)
     report = await run_suite(Options(command=command, cwd=tmp_path), only=POOLED_IDS)
     assert {r.requirement.id: r.status for r in report.results} == {
-        i: Status.INFO if REQUIREMENTS[i].tier.value == "informational" else Status.PASS
-        for i in POOLED_IDS
+        i: _expected(i) for i in POOLED_IDS
     }
     assert not any(note for r in report.results for note in r.notes if "shared" in note)
     assert len(POOLED_IDS) >= 25
     offered = sum(1 for i in POOLED_IDS if i.startswith("ACP-CLIENTCAP-"))
     assert offered == 3
-    # the probe, the two shared processes, the offered halves
-    assert starts.read_text().count("started") == 1 + 2 + offered
+    # the probe's process (shared for the default client), the other client's, the offered
+    # halves
+    assert starts.read_text().count("started") == 1 + 1 + offered
+
+
+_STALL_AFTER_GARBAGE = """
+import json, subprocess, sys, threading
+
+child = subprocess.Popen(
+    [sys.executable, "-m", "subagents.agents.reference"], stdin=subprocess.PIPE,
+    stdout=subprocess.PIPE,
+)
+stalled = threading.Event()
+
+def to_agent():
+    for line in sys.stdin.buffer:
+        try:
+            json.loads(line)
+        except ValueError:
+            stalled.set()  # never answers again
+        child.stdin.write(line)
+        child.stdin.flush()
+    child.stdin.close()
+
+threading.Thread(target=to_agent, daemon=True).start()
+for line in child.stdout:
+    if not stalled.is_set():
+        sys.stdout.buffer.write(line)
+        sys.stdout.buffer.flush()
+child.wait()
+"""
+
+
+async def test_a_disruptive_check_that_leaves_the_agent_mute_gets_the_next_a_new_process(
+    tmp_path: Path,
+) -> None:
+    """The malformed-input checks run on the shared process after every other pooled check;
+    one after which the agent no longer answers session/new drops that process, so the next
+    check gets a new one (and records what the agent does, not the earlier check's damage)."""
+    script = tmp_path / "stalls_after_garbage.py"
+    script.write_text(_STALL_AFTER_GARBAGE)
+    starts = tmp_path / "starts"
+    wrapper = tmp_path / "counting.sh"
+    wrapper.write_text(
+        f'#!/bin/sh\necho started >> "{starts}"\nexec "{sys.executable}" "{script}"\n'
+    )
+    wrapper.chmod(0o755)
+    only = ["ACP-INFO-PARSE-001", "ACP-INFO-INVALIDREQ-001", "ACP-META-001"]
+    order = [r.id for r in batches(REQUIREMENTS[i] for i in only)[0]]
+    assert order == ["ACP-META-001", "ACP-INFO-PARSE-001", "ACP-INFO-INVALIDREQ-001"]
+    options = Options(command=(str(wrapper),), cwd=tmp_path, timeout=2.0)
+    report = await run_suite(options, only=only)
+    results = {r.requirement.id: r for r in report.results}
+    assert results["ACP-META-001"].status is Status.PASS
+    assert "then no answer to session/new" in results["ACP-INFO-PARSE-001"].message
+    invalid = results["ACP-INFO-INVALIDREQ-001"].message
+    assert invalid.endswith("then session/new works"), invalid
+    # the probe's process (shared until the malformed line), then a new one
+    assert starts.read_text().count("started") == 2
 
 
 async def test_a_pooled_check_failed_by_an_earlier_checks_damage_is_judged_alone(
@@ -229,7 +300,26 @@ async def test_a_pooled_check_the_agent_did_not_exercise_stands_without_a_second
     report = await run_suite(options, only=["ACP-PLAN-001", "ACP-META-001"])
     statuses = {r.requirement.id: r.status for r in report.results}
     assert statuses == {"ACP-PLAN-001": Status.NOT_EXERCISED, "ACP-META-001": Status.PASS}
-    assert starts.read_text().count("started") == 2  # the probe, the shared process
+    assert starts.read_text().count("started") == 1  # the probe's, shared by both checks
+
+
+async def test_pooled_checks_blocked_by_authentication_stand_without_a_second_process(
+    tmp_path: Path,
+) -> None:
+    """An agent that wants authentication the run was not given blocks every pooled check;
+    that is no sign of an earlier check's damage (no pooled check logs out), so none is judged
+    again on a process of its own: one process in all, the probe's."""
+    command, starts = _counting_reference(tmp_path)
+    options = Options(
+        command=command, cwd=tmp_path, env={"SUBAGENTS_REFERENCE_REQUIRE_AUTH": "token"}
+    )
+    report = await run_suite(options, only=["ACP-META-001", "ACP-LIST-001"])
+    assert report.auth_required
+    for result in report.results:
+        assert result.status is Status.BLOCKED, result
+        assert result.blocked_by == "authentication"
+        assert result.notes == []
+    assert starts.read_text().count("started") == 1
 
 
 async def test_the_pool_keeps_one_process_per_client_and_replaces_one_that_ended(

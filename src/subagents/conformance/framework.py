@@ -34,7 +34,11 @@ methods, modes, content blocks, error answers, ...) are registered with ``@check
 pooled=True)`` and take their agent from :meth:`CheckContext.ready_agent`: the runner runs them
 one after the other on one initialized process (per client configuration: an
 :class:`AgentPool`), each in a private directory, as a client runs many sessions in one agent.
-A process that has ended is replaced.
+The probe's process (initialized, one session of its own) is the first shared process of
+the default client. A process that has ended is replaced. Checks that send what may leave the
+agent in a bad state (malformed input) are registered ``@check(ID, pooled=True,
+disruptive=True)``: they run after the other pooled checks, and drop the shared process
+(:meth:`CheckContext.discard_shared`) when the agent no longer answers as before.
 A pooled check that fails (or is blocked or inconclusive) runs once more on a process of its
 own and that verdict stands, so a defect shows under the requirement it breaks, not under the
 check that happened to come after it.
@@ -60,6 +64,7 @@ from .wire import AgentWire, ClientSide, Line, Response, WireError, WireTimeout,
 
 __all__ = (
     "CHECKS",
+    "DISRUPTIVE",
     "LONG",
     "POOLED",
     "SHARES",
@@ -302,16 +307,13 @@ class AgentPool:
         (:meth:`CheckContext.ready`) when it is new (a new one when the last has ended or its
         set-up failed), and the index of its first line that is ``ctx``'s (0 when ``ctx``
         initialized it)."""
-        group = self._owned.group
-        if group is None:
-            raise RuntimeError("an AgentPool is used inside its async with block")
         key = repr(client)
         shared = self._shared.get(key)
         if shared is not None and shared.ended:
             shared.stop.set()
             shared = None
         if shared is None:
-            wire, stop = await group.start(self._serve, client)
+            wire, stop = await self.start(client)
             shared = self._shared[key] = _Shared(wire, stop)
         if shared.ready:
             return shared.wire, len(shared.wire.lines)
@@ -323,6 +325,33 @@ class AgentPool:
             raise
         shared.ready = True
         return shared.wire, 0
+
+    async def start(self, client: ClientSide) -> tuple[AgentWire, anyio.Event]:
+        """A new process offered ``client`` and the event that stops it (the block's end
+        stops it too), not shared: :meth:`share` makes it the shared process once it is
+        initialized."""
+        group = self._owned.group
+        if group is None:
+            raise RuntimeError("an AgentPool is used inside its async with block")
+        return await group.start(self._serve, client)
+
+    def share(self, client: ClientSide, wire: AgentWire, stop: anyio.Event) -> None:
+        """Make ``wire`` (from :meth:`start`, initialized and authenticated as
+        :meth:`CheckContext.ready` does it) the shared process offered ``client``; the one it
+        replaces is stopped."""
+        key = repr(client)
+        old = self._shared.get(key)
+        if old is not None and old.wire is not wire:
+            old.stop.set()
+        self._shared[key] = _Shared(wire, stop, ready=True)
+
+    def discard(self, wire: AgentWire) -> None:
+        """Stop ``wire`` if it is a shared process (in the background): the next check that
+        asks gets a new one."""
+        for key, shared in list(self._shared.items()):
+            if shared.wire is wire:
+                shared.stop.set()
+                del self._shared[key]
 
     async def _serve(
         self,
@@ -372,6 +401,10 @@ class CheckContext:
         """The run's shared process for a pooled check (:meth:`ready_agent`), else ``None``."""
         self.pooled = False
         """Whether the check used the shared process."""
+        self.about: str | None = None
+        """The method whose exchange the verdict is about, for a check that judges one step
+        of a longer exchange (say the initialize result of the shared ordinary exchange): the
+        report's failure line shows that request, not the exchange's last one."""
         self._shared = shared if shared is not None else SharedExchanges()
         self._since: dict[int, int] = {}
 
@@ -413,6 +446,13 @@ class CheckContext:
 
     def note(self, text: str) -> None:
         self.notes.append(text)
+
+    def discard_shared(self, wire: AgentWire) -> None:
+        """What this check did may have left ``wire``'s agent in a bad state: when it is the
+        run's shared process, the checks after this one get a new one (a fresh process of
+        the check's own is stopped at the check's end anyway)."""
+        if self.pooled and self.pool is not None:
+            self.pool.discard(wire)
 
     # -- agents ----------------------------------------------------------------------------
 
@@ -472,6 +512,14 @@ class CheckContext:
         self, wire: AgentWire, protocol_version: int = 1, *, setup: bool = True
     ) -> dict[str, Any]:
         """``initialize`` (and ``authenticate`` when configured); the initialize result."""
+        result = await self.initialize(wire, protocol_version, setup=setup)
+        await self.authenticate(wire, setup=setup)
+        return result
+
+    async def initialize(
+        self, wire: AgentWire, protocol_version: int = 1, *, setup: bool = True
+    ) -> dict[str, Any]:
+        """``initialize`` alone (the first half of :meth:`ready`); its result."""
         response = await self.call(
             wire,
             "initialize",
@@ -482,13 +530,17 @@ class CheckContext:
         result = response.result
         if not response.ok or not isinstance(result, dict):
             self.fail(f"initialize failed: {response.describe()}")
+        return cast(dict[str, Any], result)
+
+    async def authenticate(self, wire: AgentWire, *, setup: bool = True) -> None:
+        """``authenticate`` with ``--auth-method`` when the run was given one (the second half
+        of :meth:`ready`)."""
         if self.options.auth_method is not None:
             auth = await self.call(
                 wire, "authenticate", {"methodId": self.options.auth_method}, setup=setup
             )
             if not auth.ok:
                 self.fail(f"authenticate {self.options.auth_method!r} failed: {auth.describe()}")
-        return cast(dict[str, Any], result)
 
     def auth_blocked(self, what: str, response: Response) -> None:
         """Raise :class:`BlockedByAuth` when ``response`` says authentication is required
@@ -571,20 +623,31 @@ SHARES: dict[str, str] = {}
 docstring); the runner runs the checks of one key in one job."""
 POOLED: set[str] = set()
 """Requirement ids whose checks run on the run's shared process (see the module docstring)."""
+DISRUPTIVE: set[str] = set()
+"""Pooled requirement ids whose checks send what may leave the agent in a bad state: they run
+after the other pooled checks (see the module docstring)."""
 LONG: set[str] = set()
 """Requirement ids whose checks take several agent processes or many turns: the runner starts
 them first, so that a run does not end waiting on one long check started last."""
 
 
 def check(
-    requirement_id: str, *, shares: str | None = None, long: bool = False, pooled: bool = False
+    requirement_id: str,
+    *,
+    shares: str | None = None,
+    long: bool = False,
+    pooled: bool = False,
+    disruptive: bool = False,
 ) -> Callable[[CheckFunction], CheckFunction]:
     """Register the decorated coroutine as the check of ``requirement_id``; ``shares``: the
     key of the shared exchange it judges (which :meth:`CheckContext.shared` makes); ``long``:
     see :data:`LONG`; ``pooled``: see :data:`POOLED` (the check takes its agent from
-    :meth:`CheckContext.ready_agent`)."""
+    :meth:`CheckContext.ready_agent`); ``disruptive`` (pooled checks only): see
+    :data:`DISRUPTIVE`."""
     if shares is not None and pooled:
         raise ValueError("a check judges a shared exchange or runs pooled, not both")
+    if disruptive and not pooled:
+        raise ValueError("only a pooled check is disruptive (it runs after the other ones)")
     if requirement_id not in REQUIREMENTS:
         raise KeyError(f"no requirement {requirement_id!r} in the registry")
 
@@ -598,6 +661,8 @@ def check(
             LONG.add(requirement_id)
         if pooled:
             POOLED.add(requirement_id)
+        if disruptive:
+            DISRUPTIVE.add(requirement_id)
         function.requirement_id = requirement_id  # type: ignore[attr-defined]
         return function
 

@@ -80,7 +80,7 @@ import pytest
 from .requirements import REQUIREMENTS, Requirement, Tier
 
 if TYPE_CHECKING:
-    from .framework import Options, Probe, StartFailure
+    from .framework import AgentPool, Options, Probe, StartFailure
     from .runner import Baseline, RequirementResult
 
 # The runner, the checks and the harness are imported only when --acp-agent is given: the
@@ -601,11 +601,21 @@ class _Suite:
             portal.call(portal.stop, True)
 
     async def _run(self, options: Options, requirements: list[Requirement]) -> None:
+        from .framework import POOLED, AgentPool
+
+        async with AgentPool(options) as pool:
+            # The probe's process stays as the first shared process when pooled checks run.
+            pooled = any(requirement.id in POOLED for requirement in requirements)
+            await self._probe_and_run(options, requirements, pool if pooled else None)
+
+    async def _probe_and_run(
+        self, options: Options, requirements: list[Requirement], pool: AgentPool | None
+    ) -> None:
         from .framework import SharedExchanges
         from .runner import RUN_WIDE, batches, judge_run_wide, probe_agent, run_batch
 
         try:
-            probe = await probe_agent(options)
+            probe = await probe_agent(options, pool=pool)
         except Exception as exc:
             self._probed.set_exception(exc)
             raise
@@ -630,7 +640,7 @@ class _Suite:
                     self._publish(result)
 
             async with limiter:
-                await run_batch(batch, options, probe, record, shared=shared)
+                await run_batch(batch, options, probe, record, shared=shared, pool=pool)
 
         # The schema requirements judge every message of the other checks: they run after them
         # (their shared exchange is the one the first round made).

@@ -278,7 +278,8 @@ def _failure_text(result: RequirementResult) -> str:
 
 
 def exchange_line(result: RequirementResult, limit: int = 100) -> str | None:
-    """One line of the last request the client sent in a check and what came back to it
+    """One line of the last request the client sent in a check (of the method the verdict is
+    about, :attr:`RequirementResult.about`, when it names one) and what came back to it
     (``session/prompt #3 -> {"result": ...}``), from its transcript; ``None`` without one."""
     sent: dict[str, Any] | None = None
     answer = "no answer"
@@ -287,7 +288,7 @@ def exchange_line(result: RequirementResult, limit: int = 100) -> str | None:
         if message is None:
             continue
         if entry.get("from") == "client" and isinstance(message.get("method"), str):
-            if "id" in message:
+            if "id" in message and result.about in (None, message["method"]):
                 sent, answer = message, "no answer"
         elif sent is not None and "method" not in message and message.get("id") == sent["id"]:
             body = {k: v for k, v in message.items() if k in ("result", "error")}

@@ -31,6 +31,7 @@ from . import checks as _checks  # registers every check
 from .framework import (
     AUTH_REQUIRED,
     CHECKS,
+    DISRUPTIVE,
     LONG,
     POOLED,
     SHARES,
@@ -154,6 +155,8 @@ class RequirementResult:
     :data:`AUTHENTICATION`."""
     attempts: int = 1
     """How many times the check ran (an inconclusive set-up is retried once)."""
+    about: str | None = None
+    """The method whose exchange the verdict is about (:attr:`CheckContext.about`)."""
 
     @property
     def judged(self) -> bool:
@@ -287,52 +290,78 @@ def _transcript(ctx: CheckContext) -> tuple[list[dict[str, Any]], str]:
     return entries, "\n".join(tails)
 
 
-async def probe_agent(options: Options) -> Probe:
+async def probe_agent(options: Options, *, pool: AgentPool | None = None) -> Probe:
     """initialize (+ authenticate) and session/new once, to learn what the agent offers; a
-    :class:`StartFailure` when it cannot be started or does not answer ``initialize``."""
+    :class:`StartFailure` when it cannot be started or does not answer ``initialize``.
+
+    With ``pool``, the probe's process is one of the pool's: once initialized (and
+    authenticated) it stays, as the pool's shared process of the default client (one start
+    less for the pooled checks); otherwise it is stopped before this returns."""
     probe = Probe()
-    with tempfile.TemporaryDirectory(prefix="probe-", dir=options.workdir) as directory:
-        wire: AgentWire | None = None
-        try:
-            async with open_wire(
-                options.command,
-                cwd=options.cwd,
-                session_dir=Path(directory),
-                env=options.env,
-                client=ClientSide(),
-                timeout=options.timeout,
-            ) as wire:
-                try:
-                    init = await wire.initialize(timeout=options.startup_timeout)
-                except WireError as exc:
-                    probe.start_failure = await _start_failure(options, wire, exc)
-                    probe.error = probe.start_failure.describe()
-                    return probe
-                init_result = init.result
-                if not init.ok or not isinstance(init_result, dict):
-                    probe.error = f"initialize failed: {init.describe()}"
-                    return probe
-                probe.init = cast(dict[str, Any], init_result)
-                if options.auth_method is not None:
-                    auth = await wire.request("authenticate", {"methodId": options.auth_method})
-                    if not auth.ok:
-                        probe.error = (
-                            f"authenticate {options.auth_method!r} failed: {auth.describe()}"
-                        )
-                        return probe
-                session = await wire.request("session/new", wire.new_session_params())
-                if session.error_code == AUTH_REQUIRED:
-                    probe.auth_required = True
-                elif session.ok and isinstance(session_result := session.result, dict):
-                    probe.session = cast(dict[str, Any], session_result)
-                else:
-                    probe.error = f"session/new failed: {session.describe()}"
-        except WireError as exc:
-            probe.error = str(exc)
-        except (ProcessStartError, OSError) as exc:
-            probe.start_failure = _cannot_start(options, exc)
-            probe.error = probe.start_failure.describe()
+    if pool is None:
+        with tempfile.TemporaryDirectory(prefix="probe-", dir=options.workdir) as directory:
+            try:
+                async with open_wire(
+                    options.command,
+                    cwd=options.cwd,
+                    session_dir=Path(directory),
+                    env=options.env,
+                    client=ClientSide(),
+                    timeout=options.timeout,
+                ) as wire:
+                    await _probe_on(wire, options, probe)
+            except WireError as exc:
+                probe.error = str(exc)
+            except (ProcessStartError, OSError) as exc:
+                probe.start_failure = _cannot_start(options, exc)
+                probe.error = probe.start_failure.describe()
+        return probe
+    try:
+        wire, stop = await pool.start(ClientSide())
+    except (ProcessStartError, OSError) as exc:
+        probe.start_failure = _cannot_start(options, exc)
+        probe.error = probe.start_failure.describe()
+        return probe
+    ready = False
+    try:
+        ready = await _probe_on(wire, options, probe)
+    except WireError as exc:
+        probe.error = str(exc)
+    finally:
+        if ready and not wire.eof:
+            pool.share(ClientSide(), wire, stop)
+        else:
+            stop.set()
     return probe
+
+
+async def _probe_on(wire: AgentWire, options: Options, probe: Probe) -> bool:
+    """The probe's exchange on ``wire``, recorded in ``probe``; whether the agent was
+    initialized (and authenticated) there."""
+    try:
+        init = await wire.initialize(timeout=options.startup_timeout)
+    except WireError as exc:
+        probe.start_failure = await _start_failure(options, wire, exc)
+        probe.error = probe.start_failure.describe()
+        return False
+    init_result = init.result
+    if not init.ok or not isinstance(init_result, dict):
+        probe.error = f"initialize failed: {init.describe()}"
+        return False
+    probe.init = cast(dict[str, Any], init_result)
+    if options.auth_method is not None:
+        auth = await wire.request("authenticate", {"methodId": options.auth_method})
+        if not auth.ok:
+            probe.error = f"authenticate {options.auth_method!r} failed: {auth.describe()}"
+            return False
+    session = await wire.request("session/new", wire.new_session_params())
+    if session.error_code == AUTH_REQUIRED:
+        probe.auth_required = True
+    elif session.ok and isinstance(session_result := session.result, dict):
+        probe.session = cast(dict[str, Any], session_result)
+    else:
+        probe.error = f"session/new failed: {session.describe()}"
+    return True
 
 
 def _cannot_start(options: Options, exc: OSError) -> StartFailure:
@@ -447,7 +476,7 @@ async def run_check(
     shared = shared if shared is not None else SharedExchanges()
     if pool is not None and requirement.id in POOLED:
         result, pooled = await _run_once(requirement, options, probe, transcripts, shared, 1, pool)
-        if not pooled or result.status not in SUSPECT:
+        if not pooled or result.status not in SUSPECT or result.blocked_by == AUTHENTICATION:
             return result
         pool.retire()
         first = result
@@ -463,8 +492,9 @@ async def run_check(
 SUSPECT = frozenset({Status.FAIL, Status.BLOCKED, Status.INCONCLUSIVE})
 """Outcomes of a pooled check that an earlier check's damage to the shared process could
 cause (an answer that never came, a server that was not started): judged again on a process
-of the check's own. A pass, or an agent that did not do what the check asked (not exercised,
-skipped), stands."""
+of the check's own. A pass, an agent that did not do what the check asked (not exercised,
+skipped), or one that wants authentication the run did not give (blocked by
+:data:`AUTHENTICATION`: no pooled check logs out), stands."""
 
 
 async def _run_attempts(
@@ -531,6 +561,7 @@ async def _run_once(
     duration = time.monotonic() - started
     result = RequirementResult(requirement, status, message, duration, list(ctx.notes))
     result.blocked_by = blocked_by
+    result.about = ctx.about
     result.schema_errors, result.unknown_fields, result.unstable_fields = _schema_findings(ctx)
     keep = transcripts == "all" or (
         transcripts == "failures" and status not in (Status.PASS, Status.INFO)
@@ -624,6 +655,8 @@ def batches(requirements: Iterable[Requirement]) -> list[list[Requirement]]:
             alone.append([requirement])
         else:
             shared.setdefault(key, []).append(requirement)
+    if POOL in shared:  # the disruptive pooled checks last (see framework.DISRUPTIVE)
+        shared[POOL].sort(key=lambda requirement: requirement.id in DISRUPTIVE)
     jobs = [*shared.values(), *alone]
     return sorted(jobs, key=lambda batch: not any(_long(r.id) for r in batch))
 
@@ -644,12 +677,21 @@ async def run_batch(
     *,
     shared: SharedExchanges,
     transcripts: str = "failures",
+    pool: AgentPool | None = None,
 ) -> None:
     """Run the checks of one batch (of :func:`batches`) one after the other, the pooled ones
-    on the shared processes of an :class:`AgentPool` that this call owns; ``on_result`` gets
-    each result, or the exception a check's run raised (a defect of the suite)."""
+    on the shared processes of ``pool`` (the run's, whose first process may be the probe's:
+    they are stopped when the batch ends), or of an :class:`AgentPool` this call owns;
+    ``on_result`` gets each result, or the exception a check's run raised (a defect of the
+    suite)."""
     batch = list(batch)
-    async with AgentPool(options) as pool:
+    if pool is None:
+        async with AgentPool(options) as own:
+            await run_batch(
+                batch, options, probe, on_result, shared=shared, transcripts=transcripts, pool=own
+            )
+        return
+    try:
         for requirement in batch:
             try:
                 result = await run_check(
@@ -664,6 +706,9 @@ async def run_batch(
                 on_result(requirement, exc)
             else:
                 on_result(requirement, result)
+    finally:
+        if any(requirement.id in POOLED for requirement in batch):
+            pool.retire()
 
 
 def default_jobs() -> int:
@@ -709,34 +754,44 @@ async def run_suite(
     started_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     with tempfile.TemporaryDirectory(prefix="acp-conformance-") as root:
         options = _in_workdir(options, root)
-        probe = await probe_agent(options)
-        results: dict[str, RequirementResult] = {}
-        if probe.start_failure is None:
-            limiter = anyio.CapacityLimiter(jobs)
-            shared = SharedExchanges()
+        async with AgentPool(options) as pool:
+            # The probe's process stays as the first shared process when pooled checks run.
+            pooled = any(requirement.id in POOLED for requirement in wanted)
+            probe = await probe_agent(options, pool=pool if pooled else None)
+            results: dict[str, RequirementResult] = {}
+            if probe.start_failure is None:
+                limiter = anyio.CapacityLimiter(jobs)
+                shared = SharedExchanges()
 
-            def record(requirement: Requirement, result: RequirementResult | Exception) -> None:
-                if isinstance(result, Exception):
-                    raise result
-                if baseline and requirement.id in baseline:
-                    result.expected_failure = baseline[requirement.id]
-                    result.intermittent = (
-                        isinstance(baseline, Baseline) and requirement.id in baseline.intermittent
-                    )
-                results[requirement.id] = result
-                if on_result is not None:
-                    on_result(result, len(results), len(wanted))
+                def record(requirement: Requirement, result: RequirementResult | Exception) -> None:
+                    if isinstance(result, Exception):
+                        raise result
+                    if baseline and requirement.id in baseline:
+                        result.expected_failure = baseline[requirement.id]
+                        result.intermittent = (
+                            isinstance(baseline, Baseline)
+                            and requirement.id in baseline.intermittent
+                        )
+                    results[requirement.id] = result
+                    if on_result is not None:
+                        on_result(result, len(results), len(wanted))
 
-            async def one(batch: list[Requirement]) -> None:
-                async with limiter:
-                    await run_batch(
-                        batch, options, probe, record, shared=shared, transcripts=transcripts
-                    )
+                async def one(batch: list[Requirement]) -> None:
+                    async with limiter:
+                        await run_batch(
+                            batch,
+                            options,
+                            probe,
+                            record,
+                            shared=shared,
+                            transcripts=transcripts,
+                            pool=pool,
+                        )
 
-            async with anyio.create_task_group() as tg:
-                for batch in batches(wanted):
-                    tg.start_soon(one, batch)
-            judge_run_wide(results)
+                async with anyio.create_task_group() as tg:
+                    for batch in batches(wanted):
+                        tg.start_soon(one, batch)
+                judge_run_wide(results)
     return SuiteReport(
         command=options.command,
         results=[results[r.id] for r in wanted if r.id in results],

@@ -106,7 +106,8 @@ async def basic_run(ctx: CheckContext) -> BasicRun:
             run = BasicRun(wire)
             try:
                 started = time.monotonic()
-                run.init = await ctx.ready(wire)
+                run.init = await ctx.initialize(wire)
+                await ctx.authenticate(wire)
                 initialized = time.monotonic()
                 run.session_id = await ctx.new_session(wire)
                 created = time.monotonic()

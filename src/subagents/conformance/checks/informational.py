@@ -19,29 +19,34 @@ def _after(wire: AgentWire, start: int) -> str:
 
 
 async def _still_answers(ctx: CheckContext, wire: AgentWire) -> str:
+    """Whether the agent still serves session/new after what the check sent, in words; the run's
+    shared process is dropped when it does not (the checks after this one get a new one)."""
     try:
         response = await wire.request("session/new", wire.new_session_params())
     except WireError as exc:
+        ctx.discard_shared(wire)
         return f"then no answer to session/new ({exc})"
-    return "then session/new " + ("works" if response.ok else f"fails: {response.describe()}")
+    if not response.ok:
+        ctx.discard_shared(wire)
+        return f"then session/new fails: {response.describe()}"
+    return "then session/new works"
 
 
-@check("ACP-INFO-PARSE-001")
+@check("ACP-INFO-PARSE-001", pooled=True, disruptive=True)
 async def malformed_json(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await ctx.ready(wire)
+    async with ctx.ready_agent() as wire:
         start = len(wire.lines)
-        await wire.send_raw(b'{"jsonrpc": "2.0", "id": 900, "method": \n')
+        # An id of its own (the process may be the run's shared one): the line is cut short.
+        await wire.send_raw(f'{{"jsonrpc": "2.0", "id": {wire.next_id()}, "method": \n'.encode())
         await wire.quiet(ctx.options.quiet_period)
         ctx.note(
             f"a malformed line got: {_after(wire, start + 1)}; {await _still_answers(ctx, wire)}"
         )
 
 
-@check("ACP-INFO-INVALIDREQ-001")
+@check("ACP-INFO-INVALIDREQ-001", pooled=True, disruptive=True)
 async def not_an_envelope(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await ctx.ready(wire)
+    async with ctx.ready_agent() as wire:
         start = len(wire.lines)
         await wire.send_raw(b'{"foo": "bar"}\n')
         await wire.quiet(ctx.options.quiet_period)
@@ -51,15 +56,14 @@ async def not_an_envelope(ctx: CheckContext) -> None:
         )
 
 
-@check("ACP-INFO-BATCH-001")
+@check("ACP-INFO-BATCH-001", pooled=True, disruptive=True)
 async def batch(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await ctx.ready(wire)
+    async with ctx.ready_agent() as wire:
         start = len(wire.lines)
         params = wire.new_session_params()
         batch = [
-            {"jsonrpc": "2.0", "id": 901, "method": "session/new", "params": params},
-            {"jsonrpc": "2.0", "id": 902, "method": "session/new", "params": params},
+            {"jsonrpc": "2.0", "id": wire.next_id(), "method": "session/new", "params": params},
+            {"jsonrpc": "2.0", "id": wire.next_id(), "method": "session/new", "params": params},
         ]
         await wire.send_raw(json.dumps(batch).encode() + b"\n")
         await wire.quiet(ctx.options.quiet_period)

@@ -32,28 +32,26 @@ from ._common import (
 )
 
 
-@check("ACP-INIT-001")
+@check("ACP-INIT-001", shares=BASIC)
 async def initialize_succeeds(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        response = await ctx.call(
-            wire,
-            "initialize",
-            wire.initialize_params(1),
-            timeout=ctx.options.startup_timeout,
-        )
-        if not response.ok:
-            ctx.fail(f"initialize failed: {response.describe()}")
-        result = result_dict(response)
-        version = result.get("protocolVersion")
-        if not isinstance(version, int) or isinstance(version, bool):
-            # 1.0 is an integer to JSON Schema, not to typed clients (a u16 in Rust, say).
-            ctx.fail(f"protocolVersion is not a JSON integer: {json.dumps(version)}")
-        if "agentCapabilities" not in result:
-            ctx.note("no agentCapabilities: every capability counts as unsupported")
+    ctx.about = "initialize"
+    # The basic run's first message is initialize (version 1); its result is judged even when
+    # a later step of that run (authenticate, session/new) failed.
+    run = await basic_run(ctx)
+    if run.init is None:
+        assert run.error is not None
+        raise run.error
+    version = run.init.get("protocolVersion")
+    if not isinstance(version, int) or isinstance(version, bool):
+        # 1.0 is an integer to JSON Schema, not to typed clients (a u16 in Rust, say).
+        ctx.fail(f"protocolVersion is not a JSON integer: {json.dumps(version)}")
+    if "agentCapabilities" not in run.init:
+        ctx.note("no agentCapabilities: every capability counts as unsupported")
 
 
 @check("ACP-INIT-002", shares=BASIC)
 async def version_one_is_kept(ctx: CheckContext) -> None:
+    ctx.about = "initialize"
     init = (await basic_run(ctx)).initialized()  # initialize asked for version 1
     if init.get("protocolVersion") != 1:
         ctx.fail(
@@ -88,6 +86,7 @@ async def unsupported_version_is_not_echoed(ctx: CheckContext) -> None:
 
 @check("ACP-INIT-004", shares=BASIC)
 async def agent_names_itself(ctx: CheckContext) -> None:
+    ctx.about = "initialize"
     init = (await basic_run(ctx)).initialized()
     info = init.get("agentInfo")
     if not isinstance(info, dict):
@@ -122,6 +121,7 @@ async def session_new_before_initialize_is_refused(ctx: CheckContext) -> None:
 
 @check("ACP-AUTH-001", shares=BASIC)
 async def auth_method_ids_are_unique(ctx: CheckContext) -> None:
+    ctx.about = "initialize"
     init = (await basic_run(ctx)).initialized()
     methods = cast(list[Any], init.get("authMethods") or [])
     ids = [cast(dict[str, Any], m).get("id") for m in methods if isinstance(m, dict)]
@@ -133,6 +133,7 @@ async def auth_method_ids_are_unique(ctx: CheckContext) -> None:
 
 @check("ACP-AUTH-002", shares=BASIC)
 async def no_terminal_auth_unless_enabled(ctx: CheckContext) -> None:
+    ctx.about = "initialize"
     # The suite's client does not enable terminal authentication.
     init = (await basic_run(ctx)).initialized()
     methods = cast(list[Any], init.get("authMethods") or [])
@@ -148,10 +149,9 @@ async def no_terminal_auth_unless_enabled(ctx: CheckContext) -> None:
         )
 
 
-@check("ACP-AUTH-003")
+@check("ACP-AUTH-003", pooled=True)
 async def authenticate_then_session(ctx: CheckContext) -> None:
-    async with ctx.agent() as wire:
-        await ctx.ready(wire)  # authenticates with --auth-method
+    async with ctx.ready_agent() as wire:  # authenticated with --auth-method
         await ctx.new_session(wire)
 
 
@@ -170,6 +170,7 @@ async def logout_succeeds(ctx: CheckContext) -> None:
 
 @check("ACP-SESSION-001", shares=BASIC)
 async def session_new_gives_an_id(ctx: CheckContext) -> None:
+    ctx.about = "session/new"
     (await basic_run(ctx)).session()
 
 
@@ -371,8 +372,7 @@ async def stdio_mcp_servers_get_their_env(ctx: CheckContext) -> None:
 
 
 async def _remote_mcp_session(ctx: CheckContext, kind: str) -> None:
-    async with serve_mcp_http() as server, ctx.agent() as wire:
-        await ctx.ready(wire)
+    async with serve_mcp_http() as server, ctx.ready_agent() as wire:
         url = server.http_url if kind == "http" else server.sse_url
         entry: dict[str, Any] = {
             "type": kind,
@@ -396,12 +396,12 @@ async def _remote_mcp_session(ctx: CheckContext, kind: str) -> None:
         ctx.note(f"the agent connected to the {kind} MCP server: {', '.join(server.methods)}")
 
 
-@check("ACP-MCP-003")
+@check("ACP-MCP-003", pooled=True)
 async def http_mcp_servers_are_accepted(ctx: CheckContext) -> None:
     await _remote_mcp_session(ctx, "http")
 
 
-@check("ACP-MCP-004")
+@check("ACP-MCP-004", pooled=True)
 async def sse_mcp_servers_are_accepted(ctx: CheckContext) -> None:
     await _remote_mcp_session(ctx, "sse")
 

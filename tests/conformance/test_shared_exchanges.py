@@ -12,6 +12,7 @@ own lines; one that fails there is judged again alone.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -143,6 +144,30 @@ async def test_the_load_checks_share_one_reopened_session(tmp_path: Path) -> Non
     assert [r.status for r in report.results] == [Status.PASS] * len(LOAD)
     assert len(LOAD) == 3
     assert starts.read_text().count("started") == 3
+
+
+async def test_the_load_and_resume_checks_reopen_sessions_one_process_made(
+    tmp_path: Path,
+) -> None:
+    """The load and the resume checks reopen two sessions made by one first process (one
+    each), each in a new process of its own: four processes with the probe, not five; each
+    reopened the session it was given (the resume checks never see the loaded one)."""
+    command, starts = _counting_reference(tmp_path)
+    resume = sorted(i for i, key in SHARES.items() if key == "session/resume")
+    assert len(resume) == 2
+    options = Options(command=command, cwd=tmp_path)
+    report = await run_suite(options, only=[*LOAD, *resume], transcripts="all")
+    assert [r.status for r in report.results] == [Status.PASS] * (len(LOAD) + len(resume))
+    assert starts.read_text().count("started") == 4
+    results = {r.requirement.id: r for r in report.results}
+    reopened: dict[str, set[str]] = {}
+    for method, requirement_id in (("session/load", LOAD[0]), ("session/resume", resume[0])):
+        sent = [json.loads(e["text"]) for e in results[requirement_id].transcript if "text" in e]
+        reopened[method] = {
+            m["params"]["sessionId"] for m in sent if m.get("method") == method and "id" in m
+        }
+    assert all(len(ids) == 1 for ids in reopened.values()), reopened
+    assert reopened["session/load"] != reopened["session/resume"]
 
 
 POOLED_IDS = sorted(POOLED)

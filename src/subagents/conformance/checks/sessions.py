@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, cast
 
 from ..framework import CheckContext, check
@@ -73,23 +74,60 @@ class _Reopened:
         return self.response
 
 
+_REOPENED = ("session/load", "session/resume")
+"""The methods that reopen a session made by an earlier process (one such session each)."""
+
+
+@dataclass
+class _Made:
+    """The sessions the reopen checks reopen: one per method of :data:`_REOPENED`, each with a
+    prompt turn, made by one agent process that has since exited (shared by the load and the
+    resume checks: one process start less)."""
+
+    wire: AgentWire | None = None
+    sessions: dict[str, str] = field(default_factory=dict[str, str])
+    cwd: Path | None = None
+    error: Exception | None = None
+
+
+async def _made(ctx: CheckContext) -> _Made:
+    """The run's :class:`_Made` (made by the first reopen check that asks)."""
+
+    async def make() -> _Made:
+        made = _Made()
+        try:
+            async with ctx.agent() as first:
+                made.wire = first
+                await ctx.ready(first)
+                for method in _REOPENED:
+                    made.sessions[method] = await _session_with_history(ctx, first)
+                made.cwd = first.cwd
+                await first.close_stdin()
+                await first.wait_exit(_EXIT_WAIT)
+        except Exception as exc:  # recorded: every reopen check re-raises it
+            made.error = exc
+        return made
+
+    return await ctx.shared("reopen/made", make)
+
+
 async def _reopened(ctx: CheckContext, method: str) -> _Reopened:
-    """Process 1: a session with one prompt turn, then stdin closed and the exit waited for
-    (the shutdown ladder stops it otherwise); process 2: initialize, then ``method``
-    (``session/load`` or ``session/resume``) of that session, with its cwd, a quiet period, and
-    a prompt in the reopened session. Made once per run and shared by the checks of
-    ``method``."""
+    """Process 1 (:func:`_made`, shared by the load and resume checks): a session per method
+    with one prompt turn, then stdin closed and the exit waited for (the shutdown ladder stops
+    it otherwise); process 2: initialize, then ``method`` (``session/load`` or
+    ``session/resume``) of its session, with its cwd, a quiet period, and a prompt in the
+    reopened session. Made once per run and shared by the checks of ``method``."""
 
     async def make() -> _Reopened:
         run = _Reopened()
+        made = await _made(ctx)
+        if made.wire is not None:
+            run.wires.append(made.wire)
         try:
-            async with ctx.agent() as first:
-                run.wires.append(first)
-                await ctx.ready(first)
-                run.session_id = await _session_with_history(ctx, first)
-                cwd = first.cwd
-                await first.close_stdin()
-                await first.wait_exit(_EXIT_WAIT)
+            if made.error is not None:
+                raise made.error
+            assert made.cwd is not None
+            run.session_id, cwd = made.sessions[method], made.cwd
             async with ctx.agent() as wire:
                 run.wires.append(wire)
                 await ctx.ready(wire)

@@ -313,6 +313,30 @@ async def test_a_pooled_check_failed_by_an_earlier_checks_damage_is_judged_alone
     assert "no answer" in first[0]
 
 
+async def test_a_pooled_failure_a_fresh_process_confirms_keeps_the_shared_process(
+    tmp_path: Path,
+) -> None:
+    """A pooled check that fails on the shared process (here ACP-META-001 against a mutant
+    that refuses ``_meta``) is judged again on a process of its own; when that one fails the
+    same way, the failure is the agent's answer to the check, not damage: the shared process
+    stays for the checks after it (two processes in all, not three)."""
+    starts = tmp_path / "starts"
+    wrapper = tmp_path / "counting.sh"
+    mutant = Path(__file__).with_name("mutant_agent.py")
+    wrapper.write_text(
+        f'#!/bin/sh\necho started >> "{starts}"\nexec "{sys.executable}" "{mutant}" refuses-meta\n'
+    )
+    wrapper.chmod(0o755)
+    only = ["ACP-META-001", "ACP-INFO-UNKNOWNSESSION-001"]
+    assert [r.id for r in batches(REQUIREMENTS[i] for i in only)[0]] == only  # in this order
+    report = await run_suite(Options(command=(str(wrapper),), cwd=tmp_path), only=only)
+    results = {r.requirement.id: r for r in report.results}
+    assert results["ACP-META-001"].status is Status.FAIL
+    assert results["ACP-META-001"].notes == []  # the same verdict both times
+    assert results["ACP-INFO-UNKNOWNSESSION-001"].status is Status.INFO
+    assert starts.read_text().count("started") == 2  # the probe's (shared), the re-run's
+
+
 async def test_a_pooled_check_the_agent_did_not_exercise_stands_without_a_second_process(
     tmp_path: Path,
 ) -> None:

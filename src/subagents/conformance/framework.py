@@ -41,7 +41,8 @@ disruptive=True)``: they run after the other pooled checks, and drop the shared 
 (:meth:`CheckContext.discard_shared`) when the agent no longer answers as before.
 A pooled check that fails (or is blocked or inconclusive) runs once more on a process of its
 own and that verdict stands, so a defect shows under the requirement it breaks, not under the
-check that happened to come after it.
+check that happened to come after it; when the two verdicts differ, the shared processes are
+replaced.
 """
 
 from __future__ import annotations

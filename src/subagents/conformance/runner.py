@@ -451,8 +451,8 @@ async def run_check(
     out although the probe's succeeded runs once more, then is ``inconclusive``. ``shared``:
     the run's shared exchanges (a fresh set when not given); ``pool``: the shared processes a
     pooled check runs on (a check that used one and failed, or was blocked or inconclusive
-    (:data:`SUSPECT`), runs again on a process of its own, and that verdict stands; the shared
-    processes are replaced, since the agent may be in a bad state)."""
+    (:data:`SUSPECT`), runs again on a process of its own, and that verdict stands; when it
+    differs, the shared processes are replaced, since the agent may be in a bad state)."""
     if transcripts not in TRANSCRIPTS:
         raise ValueError(f"transcripts must be one of {', '.join(TRANSCRIPTS)}")
     if probe.start_failure is not None:
@@ -478,10 +478,14 @@ async def run_check(
         result, pooled = await _run_once(requirement, options, probe, transcripts, shared, 1, pool)
         if not pooled or result.status not in SUSPECT or result.blocked_by == AUTHENTICATION:
             return result
-        pool.retire()
         first = result
         result = await _run_attempts(requirement, options, probe, transcripts, shared)
         if result.status is not first.status:
+            # The shared process did not behave as a fresh one: it may be in a bad state.
+            # (When the fresh one confirms the verdict, the failure is the agent's answer to
+            # this check, and the shared process stays: a later check it fails is judged
+            # again too.)
+            pool.retire()
             result.notes.append(
                 f"on the run's shared agent process ({first.status.value}): {first.message}"
             )

@@ -165,7 +165,7 @@ async def open_child_connection(
                         await close(link)
                 tg.cancel_scope.cancel()
     if isinstance(raised, dialect.startup_error):
-        raised = _with_exit(dialect, raised, process)
+        raised = await _with_exit(dialect, raised, process)
     if raised is not None:  # re-raised as itself, not wrapped in an ExceptionGroup
         raise raised
 
@@ -228,9 +228,21 @@ async def _handshake(
         raise dialect.startup_error(f"{dialect.kind} refused initialize: {exc}") from exc
 
 
-def _with_exit(dialect: ChildDialect, error: Exception, process: AgentProcess | None) -> Exception:
-    """A start-up error naming the child's exit, when it exited and the error does not say so."""
-    if process is None or process.exit is None or "exited" in str(error):
+async def _with_exit(
+    dialect: ChildDialect, error: Exception, process: AgentProcess | None
+) -> Exception:
+    """A start-up error naming the child's exit, when it exited and the error does not say so.
+
+    Its stdin is closed by now (the link was): a child that ends on EOF gets
+    :data:`EXIT_REASON_WAIT` seconds (shielded) to do so, so the message does not depend on
+    whether its exit won a race with this line; one that does not end is left to the
+    shutdown ladder, and the error says nothing of an exit."""
+    if process is None or "exited" in str(error):
+        return error
+    if process.exit is None:
+        with anyio.move_on_after(EXIT_REASON_WAIT, shield=True):
+            await process.wait()
+    if process.exit is None:
         return error
     named = dialect.startup_error(f"{error}; {dialect.kind} {process.exit.describe()}")
     named.__cause__ = error

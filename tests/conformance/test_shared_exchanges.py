@@ -69,7 +69,7 @@ def test_checks_that_share_an_exchange_form_one_batch_started_first() -> None:
     order = [r.id in DISRUPTIVE for r in pooled[0]]
     assert order == sorted(order)
     assert DISRUPTIVE <= POOLED
-    assert len(DISRUPTIVE) == 4
+    assert len(DISRUPTIVE) == 3
     several = LONG | set(SHARES) | POOLED
     first_short = next(n for n, b in enumerate(jobs) if not any(r.id in several for r in b))
     assert all(len(b) == 1 and b[0].id not in several for b in jobs[first_short:])

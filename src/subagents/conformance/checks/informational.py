@@ -91,9 +91,10 @@ _LOOK = 3.0
 """How long ACP-INFO-CONCURRENT-001 watches for each answer it records."""
 
 
-@check("ACP-INFO-CONCURRENT-001", pooled=True, disruptive=True)
+@check("ACP-INFO-CONCURRENT-001", long=True)
 async def second_prompt_while_one_runs(ctx: CheckContext) -> None:
-    async with ctx.ready_agent() as wire:
+    async with ctx.agent() as wire:
+        await ctx.ready(wire)
         session_id = await ctx.new_session(wire)
         first = await wire.start_request(
             "session/prompt",
@@ -121,7 +122,6 @@ async def second_prompt_while_one_runs(ctx: CheckContext) -> None:
                 outcomes.append(f"{name}: {answer.describe()}")
             except WireError:
                 outcomes.append(f"{name}: no answer")
-                ctx.discard_shared(wire)  # a turn may still run there
         ctx.note("two prompts at once (then a cancel): " + "; ".join(outcomes))
 
 

@@ -813,11 +813,10 @@ async def the_turn_after_a_cancel_is_its_own(ctx: CheckContext) -> None:
     )
 
 
-@check("ACP-CLOSE-002", pooled=True)
+@check("ACP-CLOSE-002")
 async def close_cancels_the_running_turn(ctx: CheckContext) -> None:
-    # Pooled: a turn that session/close leaves running fails the check, which is then judged
-    # again on a process of its own while the shared process is replaced.
-    async with ctx.ready_agent() as wire:
+    async with ctx.agent() as wire:
+        await ctx.ready(wire)
 
         def judge(turn: _Round) -> str | None:
             why = _judge_interrupted(ctx, wire, turn)

@@ -31,7 +31,13 @@ from typing import Final, Generic, Protocol, TypeVar, final
 import anyio
 import anyio.abc
 
-from .process import AgentProcess, exit_reason_for, exited_while_open, open_agent_process
+from .process import (
+    AgentProcess,
+    ProcessExit,
+    exit_reason_for,
+    exited_while_open,
+    open_agent_process,
+)
 
 __all__ = (
     "EXIT_REASON_WAIT",
@@ -149,6 +155,7 @@ async def open_child_connection(
     if exit_reason is None and process is not None:
         exit_reason = exit_reason_for(process, dialect.what(name))
     raised: BaseException | None = None
+    exit_at_failure: ProcessExit | None = None
     async with AsyncExitStack() as stack:
         if around is not None:
             await stack.enter_async_context(around)
@@ -159,13 +166,14 @@ async def open_child_connection(
                 yield ChildLink(tg, link, hello, exit_reason)
             except BaseException as exc:
                 raised = exc
+                exit_at_failure = None if process is None else process.exit
             finally:
                 if close is not None:
                     with anyio.CancelScope(shield=True):
                         await close(link)
                 tg.cancel_scope.cancel()
     if isinstance(raised, dialect.startup_error):
-        raised = await _with_exit(dialect, raised, process)
+        raised = _with_exit(dialect, raised, exit_at_failure)
     if raised is not None:  # re-raised as itself, not wrapped in an ExceptionGroup
         raise raised
 
@@ -228,22 +236,13 @@ async def _handshake(
         raise dialect.startup_error(f"{dialect.kind} refused initialize: {exc}") from exc
 
 
-async def _with_exit(
-    dialect: ChildDialect, error: Exception, process: AgentProcess | None
-) -> Exception:
-    """A start-up error naming the child's exit, when it exited and the error does not say so.
-
-    Its stdin is closed by now (the link was): a child that ends on EOF gets
-    :data:`EXIT_REASON_WAIT` seconds (shielded) to do so, so the message does not depend on
-    whether its exit won a race with this line; one that does not end is left to the
-    shutdown ladder, and the error says nothing of an exit."""
-    if process is None or "exited" in str(error):
+def _with_exit(dialect: ChildDialect, error: Exception, exit_: ProcessExit | None) -> Exception:
+    """A start-up error naming the child's exit (``exit_``: how it had ended when the start-up
+    failed, before its stdin was closed), when it had and the error does not say so. An exit
+    after that moment is not named: whether it came before this line would be a race (a child
+    that ends on stdin EOF), and the message must not depend on it."""
+    if exit_ is None or "exited" in str(error):
         return error
-    if process.exit is None:
-        with anyio.move_on_after(EXIT_REASON_WAIT, shield=True):
-            await process.wait()
-    if process.exit is None:
-        return error
-    named = dialect.startup_error(f"{error}; {dialect.kind} {process.exit.describe()}")
+    named = dialect.startup_error(f"{error}; {dialect.kind} {exit_.describe()}")
     named.__cause__ = error
     return named

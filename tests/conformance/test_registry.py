@@ -47,6 +47,17 @@ def test_a_requirement_cannot_get_two_checks() -> None:
         check("ACP-INIT-001")(again)  # type: ignore[arg-type]
 
 
+def test_only_a_pooled_check_can_be_disruptive() -> None:
+    """A disruptive check runs after the other pooled checks on their shared process: one that
+    is not pooled (or judges a shared exchange) is refused at registration."""
+    from subagents.conformance.framework import check
+
+    with pytest.raises(ValueError, match="only a pooled check is disruptive"):
+        check("ACP-INIT-001", disruptive=True)
+    with pytest.raises(ValueError, match="shared exchange or runs pooled"):
+        check("ACP-INIT-001", shares="basic", pooled=True, disruptive=True)
+
+
 @pytest.mark.parametrize("item", list(REQUIREMENTS.values()), ids=list(REQUIREMENTS))
 def test_requirement_is_well_formed(item: Requirement) -> None:
     """Ids follow ACP-<AREA>-<NNN>; capability requirements have a gate, mandatory and

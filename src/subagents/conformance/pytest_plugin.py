@@ -601,21 +601,19 @@ class _Suite:
             portal.call(portal.stop, True)
 
     async def _run(self, options: Options, requirements: list[Requirement]) -> None:
-        from .framework import POOLED, AgentPool
+        from .framework import AgentPool
 
         async with AgentPool(options) as pool:
-            # The probe's process stays as the first shared process when pooled checks run.
-            pooled = any(requirement.id in POOLED for requirement in requirements)
-            await self._probe_and_run(options, requirements, pool if pooled else None)
+            await self._probe_and_run(options, requirements, pool)
 
     async def _probe_and_run(
-        self, options: Options, requirements: list[Requirement], pool: AgentPool | None
+        self, options: Options, requirements: list[Requirement], pool: AgentPool
     ) -> None:
         from .framework import SharedExchanges
-        from .runner import RUN_WIDE, batches, judge_run_wide, probe_agent, run_batch
+        from .runner import RUN_WIDE, batches, judge_run_wide, probe_agent, probe_pool, run_batch
 
         try:
-            probe = await probe_agent(options, pool=pool)
+            probe = await probe_agent(options, pool=probe_pool(pool, requirements))
         except Exception as exc:
             self._probed.set_exception(exc)
             raise

@@ -69,6 +69,7 @@ __all__ = (
     "identify",
     "judge_run_wide",
     "probe_agent",
+    "probe_pool",
     "run_batch",
     "run_check",
     "run_suite",
@@ -362,6 +363,12 @@ async def _probe_on(wire: AgentWire, options: Options, probe: Probe) -> bool:
     else:
         probe.error = f"session/new failed: {session.describe()}"
     return True
+
+
+def probe_pool(pool: AgentPool, requirements: Iterable[Requirement]) -> AgentPool | None:
+    """The pool that keeps the probe's process (:func:`probe_agent`): the run's ``pool`` when
+    a pooled check is among ``requirements``, else none (the process would only idle)."""
+    return pool if any(requirement.id in POOLED for requirement in requirements) else None
 
 
 def _cannot_start(options: Options, exc: OSError) -> StartFailure:
@@ -759,9 +766,7 @@ async def run_suite(
     with tempfile.TemporaryDirectory(prefix="acp-conformance-") as root:
         options = _in_workdir(options, root)
         async with AgentPool(options) as pool:
-            # The probe's process stays as the first shared process when pooled checks run.
-            pooled = any(requirement.id in POOLED for requirement in wanted)
-            probe = await probe_agent(options, pool=pool if pooled else None)
+            probe = await probe_agent(options, pool=probe_pool(pool, wanted))
             results: dict[str, RequirementResult] = {}
             if probe.start_failure is None:
                 limiter = anyio.CapacityLimiter(jobs)

@@ -37,15 +37,12 @@ async def initialize_succeeds(ctx: CheckContext) -> None:
     ctx.about = "initialize"
     # The basic run's first message is initialize (version 1); its result is judged even when
     # a later step of that run (authenticate, session/new) failed.
-    run = await basic_run(ctx)
-    if run.init is None:
-        assert run.error is not None
-        raise run.error
-    version = run.init.get("protocolVersion")
+    init = (await basic_run(ctx)).initialized()
+    version = init.get("protocolVersion")
     if not isinstance(version, int) or isinstance(version, bool):
         # 1.0 is an integer to JSON Schema, not to typed clients (a u16 in Rust, say).
         ctx.fail(f"protocolVersion is not a JSON integer: {json.dumps(version)}")
-    if "agentCapabilities" not in run.init:
+    if "agentCapabilities" not in init:
         ctx.note("no agentCapabilities: every capability counts as unsupported")
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, cast
 
 from ..framework import CheckContext, check
@@ -86,7 +85,6 @@ class _Made:
 
     wire: AgentWire | None = None
     sessions: dict[str, str] = field(default_factory=dict[str, str])
-    cwd: Path | None = None
     error: Exception | None = None
 
 
@@ -101,7 +99,6 @@ async def _made(ctx: CheckContext) -> _Made:
                 await ctx.ready(first)
                 for method in _REOPENED:
                     made.sessions[method] = await _session_with_history(ctx, first)
-                made.cwd = first.cwd
                 await first.close_stdin()
                 await first.wait_exit(_EXIT_WAIT)
         except Exception as exc:  # recorded: every reopen check re-raises it
@@ -126,8 +123,8 @@ async def _reopened(ctx: CheckContext, method: str) -> _Reopened:
         try:
             if made.error is not None:
                 raise made.error
-            assert made.cwd is not None
-            run.session_id, cwd = made.sessions[method], made.cwd
+            assert made.wire is not None
+            run.session_id, cwd = made.sessions[method], made.wire.cwd
             async with ctx.agent() as wire:
                 run.wires.append(wire)
                 await ctx.ready(wire)

@@ -41,7 +41,8 @@ UPDATES = 5
 FAULT = sys.argv[1] if len(sys.argv) > 1 else "none"
 ARG = sys.argv[2] if len(sys.argv) > 2 else None
 OUT = sys.stdout.buffer
-LOCK = threading.Lock()
+LOCK = threading.RLock()
+"""Held while a frame is written (re-entrant: a fault may write several frames at once)."""
 cancelled: set[str] = set()
 
 
@@ -111,9 +112,14 @@ def prompt(request_id: Any, session_id: str) -> None:
     if FAULT == "wrong-ids":
         answer(987654321, {"stopReason": "end_turn"})
         return
-    answer(request_id, {"stopReason": "end_turn"})
     if FAULT == "duplicate":
-        answer(request_id, {"stopReason": "end_turn"})
+        # Both answers under one hold of the lock: the main thread answering the client's next
+        # request (sent on the first answer) must not write between them.
+        with LOCK:
+            answer(request_id, {"stopReason": "end_turn"})
+            answer(request_id, {"stopReason": "end_turn"})
+        return
+    answer(request_id, {"stopReason": "end_turn"})
 
 
 pending_storm: dict[int, None] = {}

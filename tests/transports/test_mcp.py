@@ -109,6 +109,45 @@ async def test_failures_name_their_cause(tmp_path: Path) -> None:
         assert cause in str(failed.value), (server.name, str(failed.value))
 
 
+_CHATTY_SERVER = """
+import json, pathlib, sys, threading, time
+go, wrote = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+def chatter():
+    while not go.exists():
+        time.sleep(0.01)
+    print("between requests", flush=True)
+    wrote.touch()
+threading.Thread(target=chatter, daemon=True).start()
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message or "method" not in message:
+        continue  # a notification, or the client's answer to the bad line (a parse error)
+    result = {
+        "initialize": {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+                       "serverInfo": {"name": "chatty", "version": "1"}},
+        "tools/list": {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]},
+    }.get(message["method"], {"content": [{"type": "text", "text": "ok"}]})
+    print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+"""
+
+
+async def test_a_bad_line_while_no_request_waits_fails_the_next_request(tmp_path: Path) -> None:
+    """A line that is not JSON, written while no request waits (here between requests, once
+    told to; also a server that writes before it is asked), is not lost: the next request
+    fails naming it, whether the line is read before that request is sent or while it waits."""
+    go, wrote = tmp_path / "go", tmp_path / "wrote"
+    server = stdio("chatty", "-c", _CHATTY_SERVER, str(go), str(wrote))
+    with anyio.fail_after(30):
+        async with open_mcp(server, timeout=15.0) as connection:
+            go.touch()
+            while not wrote.exists():  # noqa: ASYNC110 (another process writes the file)
+                await anyio.sleep(0.01)
+            with pytest.raises(McpError, match="not JSON on stdout: 'between requests'"):
+                await connection.call_tool("echo", {})
+            # Said once: the connection goes on.
+            assert (await connection.call_tool("echo", {})).text == "ok"
+
+
 async def test_a_line_over_the_limit_fails_the_request_naming_the_limit() -> None:
     """stdio lines are bounded (MAX_LINE): a longer one fails the request waiting with an
     McpError naming the limit (the line is skipped, never held whole)."""

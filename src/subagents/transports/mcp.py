@@ -89,12 +89,15 @@ class McpError(Exception):
 @final
 class _BadLines:
     """Lines from the server the peer cannot read: each fails the request waiting (as a
-    garbled answer would) with an error naming the line."""
+    garbled answer would) with an error naming the line. A line that comes while no request
+    waits (a server that writes before it is asked: the first request may be sent after the
+    line was read) fails the next request instead of being lost."""
 
     def __init__(self, where: str) -> None:
         self.where = where
         self._refused = b""
         self._waiting: tuple[anyio.CancelScope, list[McpError]] | None = None
+        self._unclaimed: McpError | None = None
 
     def loads(self, line: bytearray) -> JsonValue:
         """The peer's JSON parser: keeps the start of a line it refuses, for the error."""
@@ -118,10 +121,15 @@ class _BadLines:
             scope, errors = self._waiting
             errors.append(error)
             scope.cancel()
+        elif self._unclaimed is None:
+            self._unclaimed = error
 
     @contextmanager
     def failing(self) -> Generator[None]:
         """Within the block, a bad line ends it with the error naming that line."""
+        if self._unclaimed is not None:
+            error, self._unclaimed = self._unclaimed, None
+            raise error
         errors: list[McpError] = []
         with anyio.CancelScope() as scope:
             self._waiting = (scope, errors)

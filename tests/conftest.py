@@ -50,6 +50,12 @@ GROUPS: dict[str, str] = {
     "tests/test_bench_summary_out.py": "bench-results",
     # One server (the official SDK's, a subprocess) for the module's tests.
     "tests/remote/test_client_sdk_server.py": "sdk-server",
+    # One `subagents serve --listen` (a subprocess) for the provider kit's checks.
+    "tests/remote/test_client_provider_kit.py": "served-reference",
+    # One A2A server (a subprocess) for the A2A provider kit's checks.
+    "tests/a2a/test_a2a_provider_kit.py": "a2a-kit-server",
+    "tests/a2a/test_a2a_provider.py": "a2a-provider-server",
+    "tests/a2a/test_a2a_structured_output.py": "a2a-structured-server",
 }
 """Test file (relative to the repository) -> the group its tests run in, on one worker."""
 

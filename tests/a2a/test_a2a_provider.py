@@ -35,8 +35,11 @@ pytestmark = pytest.mark.anyio
 BOUND = 20.0
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def server() -> Iterator[A2AServer]:
+    """One server (a process) for the module's tests, on both backends: each test opens a
+    provider of its own (a test that needs a server of its own, to stop it or with a token,
+    starts it)."""
     with a2a_server() as running:
         yield running
 

@@ -63,10 +63,10 @@ async def warmed(url: str) -> AsyncIterator[A2AProvider]:
         yield provider
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def server() -> Iterator[A2AServer]:
-    """One server per test (a module-scoped one would need a group of its own in
-    tests/conftest.py)."""
+    """One server (a process) for the module's checks, on both backends (each check opens a
+    provider of its own): starting one per check cost ~0.3 s of CPU each."""
     with a2a_server() as running:
         yield running
 

@@ -55,6 +55,14 @@ def served_reference() -> Iterator[str]:
             process.stderr.close()
 
 
+@pytest.fixture(scope="module")
+def reference_url() -> Iterator[str]:
+    """One server for the module's checks (each opens connections of its own, and the server
+    starts an agent process per connection): starting one per check cost ~0.3 s of CPU each."""
+    with served_reference() as url:
+        yield url
+
+
 pytestmark = pytest.mark.anyio
 
 SCENARIOS = ProviderScenarios(
@@ -96,14 +104,13 @@ APPLICABLE = [c for c in provider_checks() if c.name not in NOT_APPLICABLE]
 @pytest.mark.parametrize("transport", ["http", "ws"])
 @pytest.mark.parametrize("check", APPLICABLE, ids=lambda check: check.name)
 async def test_the_acp_provider_on_a_url_passes_the_provider_kit(
-    check: ProviderCheck, transport: str
+    check: ProviderCheck, transport: str, reference_url: str
 ) -> None:
     """Issue 20 point 4: "an AcpProvider run with check_provider against a URL" (the rules
     about a failed or interrupted start: a refused port, a server that never answers)."""
-    with served_reference() as http_url:
-        async with silent_url() as silent:
-            url = "ws" + http_url.removeprefix("http") if transport == "ws" else http_url
-            await _check(check, url, silent)
+    async with silent_url() as silent:
+        url = "ws" + reference_url.removeprefix("http") if transport == "ws" else reference_url
+        await _check(check, url, silent)
 
 
 async def _check(check: ProviderCheck, url: str, silent: str) -> None:

@@ -87,8 +87,13 @@ async def test_the_reference_agent_gets_the_same_verdicts_over_http_and_websocke
     differences = {
         rid: (local[rid].value, remote[rid].value) for rid in local if local[rid] != remote[rid]
     }
-    messages = {rid: r.message for r in report.results if (rid := r.requirement.id) in differences}
-    assert differences == {}, messages
+    said = {
+        where: {r.requirement.id: r.message for r in judged.results}
+        for where, judged in (("stdio", over_stdio), (transport, report))
+    }
+    messages = {rid: {where: said[where][rid] for where in said} for rid in differences}
+    probes = {"stdio": over_stdio.probe_error, transport: report.probe_error}
+    assert differences == {}, (messages, probes)
     assert report.verdict == over_stdio.verdict == "conformant"
 
 

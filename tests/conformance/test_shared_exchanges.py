@@ -32,7 +32,7 @@ from subagents.conformance.framework import (
     SharedExchanges,
 )
 from subagents.conformance.requirements import REQUIREMENTS
-from subagents.conformance.runner import Status, batches, run_suite
+from subagents.conformance.runner import Status, batches, run_check, run_suite
 from subagents.conformance.wire import ClientSide
 
 pytestmark = pytest.mark.anyio
@@ -401,3 +401,26 @@ async def test_the_pool_keeps_one_process_per_client_and_replaces_one_that_ended
     assert pool.processes == 3
     assert other.process.exit is not None
     assert fresh.process.exit is not None
+
+
+async def test_a_session_result_gate_the_probe_could_not_judge_runs_its_check(
+    tmp_path: Path,
+) -> None:
+    """A gate on the probe's session/new result (modes, configOptions) is "not advertised"
+    only when the probe got a result without it: when the probe's session/new failed (timed
+    out on a loaded machine: the test command's CI once judged the reference agent's modes
+    n/a), the check runs and judges the session it opens itself."""
+    options = Options(
+        command=(sys.executable, "-m", "subagents.agents.reference"),
+        cwd=tmp_path,
+        workdir=tmp_path,
+    )
+    failed = Probe(init={"protocolVersion": 1}, error="session/new: no answer within 15 s")
+    without = Probe(init={"protocolVersion": 1}, session={"sessionId": "s"})
+    for requirement_id in ("ACP-MODES-001", "ACP-CONFIG-002"):
+        requirement = REQUIREMENTS[requirement_id]
+        judged = await run_check(requirement, options, failed)
+        assert judged.status is Status.PASS, judged.message
+        unadvertised = await run_check(requirement, options, without)
+        assert unadvertised.status is Status.NOT_APPLICABLE
+        assert unadvertised.message.startswith("not advertised: session/new result: ")

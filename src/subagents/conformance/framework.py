@@ -68,6 +68,7 @@ __all__ = (
     "DISRUPTIVE",
     "LONG",
     "POOLED",
+    "SESSION_RESULT_GATE",
     "SHARES",
     "AgentPool",
     "BlockedByAuth",
@@ -225,12 +226,15 @@ class Probe:
     def gate_open(self, gate: str, options: Options) -> bool:
         if gate == "--auth-method":
             return options.auth_method is not None
-        if gate.startswith("session/new result: "):
-            key = gate.removeprefix("session/new result: ")
+        if gate.startswith(SESSION_RESULT_GATE):
+            key = gate.removeprefix(SESSION_RESULT_GATE)
             return bool(self.session and self.session.get(key))
         value = self.value(gate)
         return value is not None and value is not False
 
+
+SESSION_RESULT_GATE = "session/new result: "
+"""The prefix of a gate on a key of the probe's ``session/new`` result (``modes``)."""
 
 _dirs = itertools.count(1)
 

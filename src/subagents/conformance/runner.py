@@ -34,6 +34,7 @@ from .framework import (
     DISRUPTIVE,
     LONG,
     POOLED,
+    SESSION_RESULT_GATE,
     SHARES,
     AgentPool,
     BlockedByAuth,
@@ -355,7 +356,10 @@ async def _probe_on(wire: AgentWire, options: Options, probe: Probe) -> bool:
         if not auth.ok:
             probe.error = f"authenticate {options.auth_method!r} failed: {auth.describe()}"
             return False
-    session = await wire.request("session/new", wire.new_session_params())
+    # Still start-up: a first session/new may be slow (an agent builds what it needs lazily).
+    session = await wire.request(
+        "session/new", wire.new_session_params(), timeout=options.startup_timeout
+    )
     if session.error_code == AUTH_REQUIRED:
         probe.auth_required = True
     elif session.ok and isinstance(session_result := session.result, dict):
@@ -363,6 +367,16 @@ async def _probe_on(wire: AgentWire, options: Options, probe: Probe) -> bool:
     else:
         probe.error = f"session/new failed: {session.describe()}"
     return True
+
+
+def _gate_unknown(gate: str, probe: Probe) -> bool:
+    """Whether the probe could not tell if ``gate`` holds although the agent initialized: a
+    gate on the ``session/new`` result when the probe's ``session/new`` failed (say timed out
+    on a loaded machine). Such a check runs: it opens its own session and judges the result
+    it gets (not applicable when that result does not offer what the gate names)."""
+    return (
+        gate.startswith(SESSION_RESULT_GATE) and probe.session is None and not probe.auth_required
+    )
 
 
 def probe_pool(pool: AgentPool, requirements: Iterable[Requirement]) -> AgentPool | None:
@@ -470,6 +484,7 @@ async def run_check(
         requirement.gate is not None
         and probe.init is not None
         and not probe.gate_open(requirement.gate, options)
+        and not _gate_unknown(requirement.gate, probe)
     ):
         return RequirementResult(
             requirement, Status.NOT_APPLICABLE, f"not advertised: {requirement.gate}"

@@ -388,7 +388,7 @@ async def current_mode_is_available(ctx: CheckContext) -> None:
     async with ctx.ready_agent() as wire:
         _, result = await _new_session_result(ctx, wire)
         if not result.get("modes"):
-            ctx.skip("this session/new result has no modes (the probe's had)")
+            ctx.skip("this session/new result has no modes")
         current = cast(dict[str, Any], result["modes"]).get("currentModeId")
         if current not in _mode_ids(result):
             ctx.fail(
@@ -402,7 +402,7 @@ async def set_mode_succeeds(ctx: CheckContext) -> None:
         session_id, result = await _new_session_result(ctx, wire)
         ids = _mode_ids(result)
         if not ids:
-            ctx.skip("this session/new result lists no modes (the probe's did)")
+            ctx.skip("this session/new result lists no modes")
         current = cast(dict[str, Any], result["modes"]).get("currentModeId")
         target = next((m for m in ids if m != current), ids[0])
         response = await ctx.call(

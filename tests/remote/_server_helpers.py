@@ -17,6 +17,7 @@ import anyio
 import httpx
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from subagents._generators import finish
 from subagents.protocol.acp_remote import SseDecoder
 from subagents.protocol.jsonrpc import JsonValue
 from subagents.remote import (
@@ -65,8 +66,8 @@ def new_session_request(request_id: int, cwd: str = "/tmp") -> Message:
 class EventStream:
     """The JSON-RPC messages of one SSE response, in order.
 
-    A task reads the response (and is cancelled at the end): a generator of httpx's left
-    unfinished would be finalised by the garbage collector, which trio reports.
+    A task reads the response (and is cancelled at the end, then finishes httpx's generators:
+    one left unfinished would be finalised by the garbage collector, which trio reports).
     """
 
     def __init__(self, messages: MemoryObjectReceiveStream[Message]) -> None:
@@ -174,10 +175,14 @@ class RawClient:
 
 async def _read_events(response: httpx.Response, send: MemoryObjectSendStream[Message]) -> None:
     decoder = SseDecoder()
+    chunks = response.aiter_bytes()
     with send:
-        async for chunk in response.aiter_bytes():
-            for _, data in decoder.feed(chunk):
-                await send.send(json.loads(data))
+        try:
+            async for chunk in chunks:
+                for _, data in decoder.feed(chunk):
+                    await send.send(json.loads(data))
+        finally:
+            await finish(chunks)  # cancelled in send: httpx's generators are left mid-way
 
 
 @asynccontextmanager

@@ -43,6 +43,7 @@ import anyio.abc
 
 from .. import __version__
 from .._exception_groups import leaf_exceptions
+from .._generators import finish
 from ..protocol import JsonValue, acp
 from ..protocol.errors import MessageTooLargeError, RemoteProtocolError
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
@@ -464,18 +465,24 @@ class _SseLink(_HttpLink):
                     raise McpError(f"HTTP {response.status_code} from {self.url}")
                 buffer = ""
                 started = False
-                async for chunk in response.aiter_text():
-                    buffer += chunk.replace("\r\n", "\n")
-                    complete, _, buffer = buffer.rpartition("\n\n")
-                    for name, data in sse_events(complete):
-                        if name == "endpoint" and not started:
-                            self.url = urljoin(self.url, data)
-                            started = True
-                            task_status.started()
-                        elif name == "message" and started:
-                            answer = _json(data, "the event stream")
-                            if answer is not None:
-                                await self.push(answer)
+                chunks = response.aiter_text()
+                try:
+                    async for chunk in chunks:
+                        buffer += chunk.replace("\r\n", "\n")
+                        complete, _, buffer = buffer.rpartition("\n\n")
+                        for name, data in sse_events(complete):
+                            if name == "endpoint" and not started:
+                                self.url = urljoin(self.url, data)
+                                started = True
+                                task_status.started()
+                            elif name == "message" and started:
+                                answer = _json(data, "the event stream")
+                                if answer is not None:
+                                    await self.push(answer)
+                finally:
+                    # Cancelled in push (between two chunks): httpx's generators would be
+                    # left to the garbage collector.
+                    await finish(chunks)
         except httpx.HTTPError as exc:
             raise McpError(f"{type(exc).__name__} from {self.url}: {exc}") from exc
         raise McpError("the event stream ended")

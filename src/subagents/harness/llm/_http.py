@@ -29,6 +29,7 @@ import anyio
 import anyio.lowlevel
 import httpx
 
+from ..._generators import finish
 from ...cancel import CancelSignal
 from ...protocol.jsonrpc import JsonValue
 from ._sse import SSEDecoder, SSEEvent
@@ -265,7 +266,7 @@ async def _attempt(
                         complete = True
                         return
         finally:
-            await _drain(chunks, _DRAIN_GRACE if complete else 0.0)
+            await finish(chunks, _DRAIN_GRACE if complete else 0.0)
         for event in decoder.close():
             state.delivered = True
             if sink(event):
@@ -289,22 +290,6 @@ async def _attempt(
     finally:
         with anyio.move_on_after(_CLOSE_GRACE, shield=True):
             await response.aclose()
-
-
-async def _drain(chunks: AsyncGenerator[bytes], grace: float) -> None:
-    """Run ``chunks`` (httpx's nest of async generators) to its end, at most ``grace``
-    seconds, ignoring what it yields or raises.
-
-    Closing only the outer generator would leave the inner ones suspended (trio warns when
-    they are collected); a cancellation raised at the innermost read, or the end of the
-    data, finishes them all.
-    """
-    with anyio.move_on_after(grace):
-        try:
-            async for _ in chunks:
-                pass
-        except Exception:  # the answer is already decided
-            return
 
 
 def _describe(error: Exception) -> str:

@@ -1,0 +1,89 @@
+"""``subagents._generators.finish``: a streamed httpx body left mid-way leaves nothing behind.
+
+A reader cancelled between two chunks (waiting to hand one on) leaves httpx's nest of async
+generators suspended; trio warns when the garbage collector finalises them (an error under the
+test suite's ``-W error``: it once failed a remote-server test, depending on when the collector
+ran). Both the MCP SSE client and the remote tests' reader finish the nest instead.
+"""
+
+from __future__ import annotations
+
+import gc
+import warnings
+from contextlib import suppress
+
+import anyio
+import anyio.abc
+import httpx
+import pytest
+
+from subagents._generators import finish
+
+pytestmark = pytest.mark.anyio
+
+EVENT = b"data: {}\n\n"
+
+
+async def _endless_events(stream: anyio.abc.SocketStream) -> None:
+    """An HTTP/1.1 server's answer to any request: an event stream that never ends."""
+    with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        async with stream:
+            await stream.receive()
+            await stream.send(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                b"transfer-encoding: chunked\r\n\r\n"
+            )
+            while True:
+                await stream.send(b"%x\r\n%s\r\n" % (len(EVENT), EVENT))
+                await anyio.sleep(0.001)
+
+
+async def _read_then_cancel(finish_it: bool) -> list[str]:
+    """Read the endless stream until the reader waits to hand a chunk on, cancel it there,
+    collect garbage; what trio warned about meanwhile."""
+    async with await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0) as listener:
+        port = listener.extra(anyio.abc.SocketAttribute.local_port)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            async with anyio.create_task_group() as server:
+                server.start_soon(listener.serve, _endless_events)
+                async with (
+                    httpx.AsyncClient(timeout=10) as client,
+                    client.stream("GET", f"http://127.0.0.1:{port}/") as response,
+                ):
+                    blocked = anyio.Event()
+                    send, receive = anyio.create_memory_object_stream[bytes](0)
+
+                    async def read() -> None:
+                        chunks = response.aiter_bytes()
+                        try:
+                            async for chunk in chunks:
+                                blocked.set()
+                                await send.send(chunk)  # nobody receives
+                        finally:
+                            if finish_it:
+                                await finish(chunks)
+
+                    with send, receive, anyio.fail_after(10):
+                        async with anyio.create_task_group() as readers:
+                            readers.start_soon(read)
+                            await blocked.wait()
+                            readers.cancel_scope.cancel()
+                server.cancel_scope.cancel()
+            gc.collect()
+            await anyio.sleep(0.01)
+        return [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
+
+
+async def test_a_reader_cancelled_between_chunks_that_finishes_leaves_no_generator() -> None:
+    """After finish(), no httpx generator is left for the garbage collector: nothing warns."""
+    assert await _read_then_cancel(finish_it=True) == []
+
+
+@pytest.mark.parametrize("anyio_backend", ["trio"])
+async def test_without_finish_trio_warns_of_the_generators_left_mid_way() -> None:
+    """The defect finish() avoids (trio only: asyncio closes such generators silently): the
+    same reader without it leaves httpx's generators suspended, and trio warns when they are
+    collected."""
+    warned = await _read_then_cancel(finish_it=False)
+    assert any("was garbage collected before it had been exhausted" in w for w in warned), warned

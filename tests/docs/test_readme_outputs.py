@@ -164,8 +164,8 @@ def test_the_set_up_section_states_the_real_needs_and_duration() -> None:
         "node` (>= 20)",
         "npm",
         "1.3 GB",
-        "about 11 minutes",
-        "three pytest-xdist workers",
+        "8.5 to 13 minutes",
+        "five pytest-xdist workers",
     ):
         assert needed in setup, needed
 

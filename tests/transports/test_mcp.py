@@ -148,6 +148,39 @@ async def test_a_bad_line_while_no_request_waits_fails_the_next_request(tmp_path
             assert (await connection.call_tool("echo", {})).text == "ok"
 
 
+_AFTER_THE_ANSWER_SERVER = """
+import json, os, sys
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message or "method" not in message:
+        continue
+    result = {
+        "initialize": {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+                       "serverInfo": {"name": "late", "version": "1"}},
+        "tools/list": {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]},
+    }.get(message["method"], {"content": [{"type": "text", "text": "ok"}]})
+    answer = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}) + "\\n"
+    if message["method"] == "tools/call" and message["params"]["arguments"].get("then"):
+        answer += message["params"]["arguments"]["then"] + "\\n"
+    os.write(1, answer.encode())  # the answer and what follows it in one write
+"""
+
+
+async def test_a_bad_line_right_after_an_answer_fails_the_next_request_not_that_one() -> None:
+    """A line that is not JSON, written right after an answer (read with it, before the
+    caller has resumed), does not fail the request that was answered: the call returns its
+    result, the next request fails naming the line, and the one after works."""
+    server = stdio("late", "-c", _AFTER_THE_ANSWER_SERVER)
+    with anyio.fail_after(30):
+        async with open_mcp(server, timeout=15.0) as connection:
+            for _ in range(3):  # the same every time, not a race that sometimes goes right
+                answered = await connection.call_tool("echo", {"then": "after the answer"})
+                assert answered.text == "ok"
+                with pytest.raises(McpError, match="not JSON on stdout: 'after the answer'"):
+                    await connection.call_tool("echo", {})
+                assert (await connection.call_tool("echo", {})).text == "ok"
+
+
 async def test_a_line_over_the_limit_fails_the_request_naming_the_limit() -> None:
     """stdio lines are bounded (MAX_LINE): a longer one fails the request waiting with an
     McpError naming the limit (the line is skipped, never held whole)."""

@@ -92,7 +92,8 @@ class _BadLines:
     """Lines from the server the peer cannot read: each fails the request waiting (as a
     garbled answer would) with an error naming the line. A line that comes while no request
     waits (a server that writes before it is asked: the first request may be sent after the
-    line was read) fails the next request instead of being lost."""
+    line was read), or after the waiting request's answer, fails the next request instead of
+    being lost."""
 
     def __init__(self, where: str) -> None:
         self.where = where
@@ -139,7 +140,12 @@ class _BadLines:
             finally:
                 self._waiting = None
         if errors:
-            raise errors[0]
+            if scope.cancelled_caught:
+                raise errors[0]
+            # The request was answered before the line was read (both in one read, say):
+            # the line is not its answer, so it is the next request's to report.
+            if self._unclaimed is None:
+                self._unclaimed = errors[0]
 
 
 @final

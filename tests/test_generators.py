@@ -14,6 +14,7 @@ from contextlib import suppress
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 import httpx
 import pytest
 
@@ -33,9 +34,8 @@ async def _endless_events(stream: anyio.abc.SocketStream) -> None:
                 b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
                 b"transfer-encoding: chunked\r\n\r\n"
             )
-            while True:
+            while True:  # until the socket's buffer is full, then as the client reads
                 await stream.send(b"%x\r\n%s\r\n" % (len(EVENT), EVENT))
-                await anyio.sleep(0.001)
 
 
 async def _read_then_cancel() -> list[str]:
@@ -70,7 +70,7 @@ async def _read_then_cancel() -> list[str]:
                             readers.cancel_scope.cancel()
                 server.cancel_scope.cancel()
             gc.collect()
-            await anyio.sleep(0.01)
+            await anyio.lowlevel.checkpoint()  # trio's finaliser of a collected one runs here
         return [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
 
 

@@ -49,7 +49,6 @@ import anyio.to_thread
 from .. import __version__
 from ..protocol import acp
 from ..protocol.acp.methods import PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
-from ..protocol.acp_remote import is_agent_url
 from ..protocol.errors import RemoteProtocolError
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
 from ..protocol.jsonrpc import JsonValue
@@ -596,6 +595,8 @@ async def connect_agent(
     and ``start_timeout`` are for commands. A URL needs the ``subagents[remote]`` extra.
     """
     if isinstance(command, str):
+        from ..protocol.acp_remote import is_agent_url  # only for a str: not on a command's path
+
         if not is_agent_url(command):
             raise ValueError(
                 f"a command is a list of arguments; a str must be an agent URL: {command!r}"

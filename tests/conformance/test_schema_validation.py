@@ -3,7 +3,15 @@ outside the schema separately (leniency-only defects)."""
 
 from __future__ import annotations
 
-from subagents.conformance.schema import AgentMessageValidator, shared_validator
+from typing import Any, cast
+
+from subagents.conformance.schema import (
+    AgentMessageValidator,
+    _discriminator,  # pyright: ignore[reportPrivateUsage]
+    _validator_class,  # pyright: ignore[reportPrivateUsage]
+    load_schema,
+    shared_validator,
+)
 
 
 def validator() -> AgentMessageValidator:
@@ -206,3 +214,95 @@ def test_a_discriminator_value_no_variant_names_is_reported_as_such() -> None:
         "(known: 'terminal', 'agent', or no type)",
         "initialize result/authMethods/1: fields not in AuthMethod: vars",
     ]
+
+
+def _tagged_unions() -> list[tuple[str, list[Any]]]:
+    """Every ``oneOf`` of the stable schema, with the definition it is in."""
+    found: list[tuple[str, list[Any]]] = []
+
+    def visit(name: str, node: Any) -> None:
+        if isinstance(node, dict):
+            node = cast(dict[str, Any], node)
+            if isinstance(node.get("oneOf"), list):
+                found.append((name, cast(list[Any], node["oneOf"])))
+            for child in node.values():
+                visit(name, child)
+        elif isinstance(node, list):
+            for child in cast(list[Any], node):
+                visit(name, child)
+
+    for name, definition in load_schema()["$defs"].items():
+        visit(name, definition)
+    return found
+
+
+def _errors(validator: Any, value: Any) -> list[tuple[str, str, str]]:
+    return sorted(
+        ("/".join(map(str, e.absolute_path)), str(e.validator), str(e.message))
+        for e in validator.iter_errors(value)
+    )
+
+
+def _root(name: str) -> dict[str, Any]:
+    root = dict(load_schema())
+    root.pop("anyOf", None)
+    root["$ref"] = f"#/$defs/{name}"
+    return root
+
+
+def test_the_tagged_unions_of_the_schema_are_judged_on_the_branch_their_tag_names() -> None:
+    """Issue 17 (the conformance run's CPU): ``SessionUpdate`` and ``ContentBlock`` are found
+    to be tagged (each branch requires its own ``const``), a union without such a tag is not,
+    so only the former take the one-branch shortcut."""
+    unions = {name: _discriminator(one_of) for name, one_of in _tagged_unions()}
+    session_update = unions["SessionUpdate"]
+    assert session_update is not None
+    key, branches = session_update
+    assert key == "sessionUpdate"
+    assert {"agent_message_chunk", "tool_call", "plan"} <= set(branches)
+    content_block = unions["ContentBlock"]
+    assert content_block is not None
+    assert content_block[0] == "type"
+    assert None in unions.values(), "some oneOf of the schema has no tag (say a default variant)"
+
+
+def test_the_shortcut_reports_exactly_what_the_standard_validator_reports() -> None:
+    """Issue 17: the faster ``oneOf`` changes no finding. For every branch of every tagged
+    union, a value with only the tag, a value with the tag and a wrong-typed field, a value
+    whose tag no branch names and a value that is no object get the same errors (path,
+    keyword, message) from the suite's validator as from jsonschema's own; so do complete
+    valid and invalid session updates."""
+    import jsonschema
+
+    fast_class = _validator_class()
+    checked = 0
+    for name, one_of in _tagged_unions():
+        table = _discriminator(one_of)
+        if table is None:
+            continue
+        key, branches = table
+        fast, standard = fast_class(_root(name)), jsonschema.Draft202012Validator(_root(name))
+        for tag in branches:
+            for value in ({key: tag}, {key: tag, "content": 5, "title": [], "text": {}}):
+                assert _errors(fast, value) == _errors(standard, value), (name, value)
+                checked += 1
+        for value in ({key: "no-such-kind"}, {key: 7}, {}, "text", None):
+            assert _errors(fast, value) == _errors(standard, value), (name, value)
+    assert checked > 20
+    fast = fast_class(_root("SessionNotification"))
+    standard = jsonschema.Draft202012Validator(_root("SessionNotification"))
+    text = {"type": "text", "text": "hi"}
+    for update in (
+        {"sessionUpdate": "agent_message_chunk", "content": text},
+        {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": 5}},
+        {"sessionUpdate": "agent_message_chunk", "content": {"type": "image"}},
+        {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "read", "kind": "read"},
+        {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "read", "kind": "nope"},
+        {"sessionUpdate": "plan", "entries": []},
+        {"sessionUpdate": "plan", "entries": [{"content": "x"}]},
+    ):
+        value = {"sessionId": "s1", "update": update}
+        assert _errors(fast, value) == _errors(standard, value), update
+    assert (
+        _errors(fast, {"sessionId": "s1", "update": {"sessionUpdate": "plan", "entries": []}}) == []
+    )

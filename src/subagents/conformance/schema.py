@@ -82,6 +82,76 @@ def _require_jsonschema() -> Any:
     return jsonschema
 
 
+_OneOfTable = tuple[str, dict[str, int]]
+
+_one_of_tables: dict[int, tuple[list[Any], _OneOfTable | None]] = {}
+"""``oneOf`` list (by id; the entry keeps it alive) -> its discriminator table, if it has one."""
+
+
+def _discriminator(one_of: list[Any]) -> _OneOfTable | None:
+    """``(key, {const: branch index})`` when every branch of ``one_of`` requires ``key`` and
+    fixes it to a string ``const`` of its own (the ACP schema's tagged unions: ``SessionUpdate``
+    by ``sessionUpdate``, ``ContentBlock`` by ``type``, ...), else ``None``."""
+    entry = _one_of_tables.get(id(one_of))
+    if entry is not None and entry[0] is one_of:
+        return entry[1]
+    keys: set[str] = set()
+    branches: dict[str, int] = {}
+    table: _OneOfTable | None = None
+    for index, branch in enumerate(one_of):
+        if not isinstance(branch, dict):
+            break
+        branch = cast(dict[str, Any], branch)
+        required = branch.get("required")
+        properties = branch.get("properties")
+        if not isinstance(required, list) or not isinstance(properties, dict):
+            break
+        properties = cast(dict[str, Any], properties)
+        fixed = [
+            key
+            for key in cast(list[Any], required)
+            if isinstance(key, str)
+            and isinstance(properties.get(key), dict)
+            and isinstance(properties[key].get("const"), str)
+        ]
+        if len(fixed) != 1 or properties[fixed[0]]["const"] in branches:
+            break
+        keys.add(fixed[0])
+        branches[properties[fixed[0]]["const"]] = index
+    else:
+        if len(keys) == 1:
+            table = (keys.pop(), branches)
+    _one_of_tables[id(one_of)] = (one_of, table)
+    return table
+
+
+@cache
+def _validator_class() -> Any:
+    """``Draft202012Validator`` whose ``oneOf`` tries the one branch a tagged union's
+    discriminator names first: when that branch holds, no other can (each requires a
+    different ``const``), so the ``oneOf`` holds, and the other branches are not evaluated.
+    Otherwise (the branch fails, no discriminator, no table) it is the standard ``oneOf``, so
+    every error is the standard one, word for word. Evaluating every branch of
+    ``SessionUpdate`` for each update was half a conformance run's CPU (session 18: a run's
+    schema checks 255–299 ms → 123–127 ms)."""
+    jsonschema = _require_jsonschema()
+    base = jsonschema.Draft202012Validator
+    standard = base.VALIDATORS["oneOf"]
+
+    def one_of(validator: Any, one_of: Any, instance: Any, schema: Any) -> Any:
+        table = _discriminator(one_of) if isinstance(instance, dict) else None
+        if table is not None:
+            tag = cast(dict[str, Any], instance).get(table[0])
+            index = table[1].get(tag) if isinstance(tag, str) else None
+            if index is not None:
+                errors = validator.descend(instance, one_of[index], schema_path=index)
+                if next(iter(errors), None) is None:
+                    return
+        yield from standard(validator, one_of, instance, schema)
+
+    return jsonschema.validators.extend(base, validators={"oneOf": one_of})
+
+
 Node = dict[str, Any]
 
 
@@ -318,12 +388,11 @@ class AgentMessageValidator:
     def _validator(self, name: str) -> Any:
         validator = self._validators.get(name)
         if validator is None:
-            jsonschema = _require_jsonschema()
             root = dict(self._schema)
             root.pop("anyOf", None)
             root.pop("title", None)
             root["$ref"] = f"#/$defs/{name}"
-            validator = jsonschema.Draft202012Validator(root)
+            validator = _validator_class()(root)
             self._validators[name] = validator
         return validator
 

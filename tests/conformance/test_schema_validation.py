@@ -9,6 +9,7 @@ from subagents.conformance.schema import (
     AgentMessageValidator,
     _discriminator,  # pyright: ignore[reportPrivateUsage]
     _validator_class,  # pyright: ignore[reportPrivateUsage]
+    definition_root,
     load_schema,
     shared_validator,
 )
@@ -244,10 +245,7 @@ def _errors(validator: Any, value: Any) -> list[tuple[str, str, str]]:
 
 
 def _root(name: str) -> dict[str, Any]:
-    root = dict(load_schema())
-    root.pop("anyOf", None)
-    root["$ref"] = f"#/$defs/{name}"
-    return root
+    return definition_root(load_schema(), name)
 
 
 def test_the_tagged_unions_of_the_schema_are_judged_on_the_branch_their_tag_names() -> None:

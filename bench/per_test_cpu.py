@@ -1,15 +1,16 @@
 """Where the test command's CPU goes: each test's CPU time, its own and its reaped children's.
 
 The test command is CPU-bound on a 2-core machine (see BENCHMARKS.md, "Issue 17, the test
-command"), so what a test costs is its CPU, not its wall time. Loaded as a pytest plugin, this
-module records, for every test, the CPU time of the process that ran it (an xdist worker) and
-of the child processes reaped meanwhile (``RUSAGE_CHILDREN``: agents, CLI runs, fake servers;
-a grandchild counts once its parent has reaped it), and its wall time, one JSON line per test
-in ``bench/results/test-cpu/<worker>.jsonl`` (or ``$SUBAGENTS_TEST_CPU_DIR``). Run as a
-script, it sums them per file and lists the costliest tests::
+command"), so what a test costs is its CPU, not its wall time. The pytest plugin
+``bench/pytest_plugins/cpu_recorder.py`` records, for every test, the CPU time of the process
+that ran it (an xdist worker) and of the child processes reaped meanwhile (``RUSAGE_CHILDREN``:
+agents, CLI runs, fake servers; a grandchild counts once its parent has reaped it), and its wall
+time, one JSON line per test in ``bench/results/test-cpu/<worker>.jsonl`` (or
+``$SUBAGENTS_TEST_CPU_DIR``). This script runs the test command with it, and sums the records
+per file and lists the costliest tests::
 
-    PYTHONPATH=bench ./scripts/test -p per_test_cpu     # the whole command, recording
-    .venv/bin/python bench/per_test_cpu.py [--top 25]   # the summary
+    .venv/bin/python bench/per_test_cpu.py --record [pytest args]   # the whole test command
+    .venv/bin/python bench/per_test_cpu.py [--top 25]                # the last run's summary
 
 A module-scoped fixture's work (say the mutants' runs, started in the background) is counted
 in the tests during which its children were reaped. The directory is emptied when a run starts.
@@ -21,50 +22,15 @@ import argparse
 import collections
 import json
 import os
-import resource
-import shutil
-import time
-from collections.abc import Generator
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
+from pytest_plugins.cpu_recorder import OUT  # bench/ is sys.path[0] for a script
 
-OUT = Path(
-    os.environ.get("SUBAGENTS_TEST_CPU_DIR")
-    or Path(__file__).resolve().parent / "results" / "test-cpu"
-)
-"""Where the records go (``SUBAGENTS_TEST_CPU_DIR`` to choose another directory)."""
-
-
-def _cpu() -> tuple[float, float]:
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    if not hasattr(config, "workerinput"):  # the controller (or a run without xdist)
-        shutil.rmtree(OUT, ignore_errors=True)
-    OUT.mkdir(parents=True, exist_ok=True)
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, None, None]:
-    own, children = _cpu()
-    started = time.monotonic()
-    yield
-    wall = time.monotonic() - started
-    own_after, children_after = _cpu()
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    record = {
-        "id": item.nodeid,
-        "own": round(own_after - own, 4),
-        "children": round(children_after - children, 4),
-        "wall": round(wall, 4),
-    }
-    with (OUT / f"{worker}.jsonl").open("a", encoding="utf-8") as out:
-        out.write(json.dumps(record) + "\n")
+BENCH = Path(__file__).resolve().parent
+PLUGINS = BENCH / "pytest_plugins"
 
 
 def summary(directory: Path, top: int) -> str:
@@ -75,7 +41,7 @@ def summary(directory: Path, top: int) -> str:
         if line.strip()
     ]
     if not rows:
-        return f"no records in {directory}: run the tests with -p per_test_cpu first"
+        return f"no records in {directory}: record a run first (--record)"
 
     def cpu(row: dict[str, Any]) -> float:
         return float(row["own"]) + float(row["children"])
@@ -101,12 +67,31 @@ def summary(directory: Path, top: int) -> str:
     return "\n".join(lines)
 
 
+def record(pytest_args: list[str]) -> int:
+    """Run the README's test command (``scripts/test``) with the recorder loaded; its status."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(PLUGINS), os.environ.get("PYTHONPATH")])),
+    }
+    command = [str(BENCH.parent / "scripts" / "test"), "-p", "cpu_recorder", *pytest_args]
+    return subprocess.run(command, env=env, check=False).returncode
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description="Per-test CPU of the last recorded run.")
+    parser = argparse.ArgumentParser(description="Per-test CPU of the test command.")
+    parser.add_argument(
+        "--record",
+        action="store_true",
+        help="run the test command (scripts/test) recording each test's CPU, then summarize",
+    )
     parser.add_argument("--top", type=int, default=25, help="files and tests listed (25)")
     parser.add_argument("--dir", type=Path, default=OUT, help=f"the records ({OUT})")
-    args = parser.parse_args()
+    args, pytest_args = parser.parse_known_args()
+    if pytest_args and not args.record:
+        parser.error(f"unrecognized arguments: {' '.join(pytest_args)}")
+    status = record(pytest_args) if args.record else 0
     print(summary(args.dir, args.top))
+    sys.exit(status)
 
 
 if __name__ == "__main__":

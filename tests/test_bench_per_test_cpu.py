@@ -1,8 +1,9 @@
-"""``bench/per_test_cpu.py``: the per-test CPU recorder behind BENCHMARKS.md's account of the
-test command's time (issue 17)."""
+"""``bench/per_test_cpu.py`` and its plugin ``bench/pytest_plugins/cpu_recorder.py``: the
+per-test CPU recorder behind BENCHMARKS.md's account of the test command's time (issue 17)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -11,6 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
+PLUGINS = BENCH / "pytest_plugins"
 
 
 def test_each_test_gets_its_own_and_its_childrens_cpu_and_the_summary_ranks_them(
@@ -36,9 +38,9 @@ def test_each_test_gets_its_own_and_its_childrens_cpu_and_the_summary_ranks_them
         encoding="utf-8",
     )
     records = tmp_path / "records"
-    env = {**os.environ, "PYTHONPATH": str(BENCH), "SUBAGENTS_TEST_CPU_DIR": str(records)}
+    env = {**os.environ, "PYTHONPATH": str(PLUGINS), "SUBAGENTS_TEST_CPU_DIR": str(records)}
     env.pop("PYTEST_XDIST_WORKER", None)
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "per_test_cpu"]
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "cpu_recorder"]
     command += ["-p", "no:cacheprovider", "-o", "addopts=", "test_sample.py"]
     run = subprocess.run(
         command,
@@ -71,3 +73,12 @@ def test_each_test_gets_its_own_and_its_childrens_cpu_and_the_summary_ranks_them
     assert len(costliest) == 2
     assert costliest[0].endswith("test_sample.py::test_child")
     assert costliest[1].endswith("test_sample.py::test_itself")
+
+
+def test_the_plugins_directory_shadows_no_importable_module() -> None:
+    """Issue 17: what goes on ``PYTHONPATH`` to load the recorder holds no module that the
+    tests import from elsewhere (with ``bench/`` there, ``bench/a2a.py`` shadowed the ``a2a``
+    package and the A2A tests failed to import, in the recorded run only)."""
+    modules = [path.stem for path in PLUGINS.glob("*.py")]
+    assert modules == ["cpu_recorder"]
+    assert all(importlib.util.find_spec(name) is None for name in modules)

@@ -3,7 +3,7 @@ per-test CPU recorder behind BENCHMARKS.md's account of the test command's time 
 
 from __future__ import annotations
 
-import importlib.util
+import importlib.machinery
 import json
 import os
 import subprocess
@@ -81,4 +81,7 @@ def test_the_plugins_directory_shadows_no_importable_module() -> None:
     package and the A2A tests failed to import, in the recorded run only)."""
     modules = [path.stem for path in PLUGINS.glob("*.py")]
     assert modules == ["cpu_recorder"]
-    assert all(importlib.util.find_spec(name) is None for name in modules)
+    elsewhere = [entry for entry in sys.path if Path(entry or ".").resolve() != PLUGINS]
+    assert all(
+        importlib.machinery.PathFinder.find_spec(name, elsewhere) is None for name in modules
+    )

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import run  # bench/run.py: driver runner, quiet-machine wait, environment
+from run import ensure_clean_venv
 from subagents.testing.fake_models import openai_responses as fake
 from subagents.testing.fake_models.openai_responses import (
     ResponsesHandler,
@@ -104,62 +105,6 @@ class BenchHandler(ResponsesHandler):
 
 def sdk_python() -> Path:
     return SDK_VENV / "bin" / "python"
-
-
-def _norm(name: str) -> str:
-    return name.lower().replace("_", "-").replace(".", "-")
-
-
-def venv_freeze(venv: Path) -> list[str]:
-    """``pip freeze`` of ``venv``, sorted."""
-    out = subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pip", "freeze", "--disable-pip-version-check"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    return sorted(line.strip() for line in out.stdout.splitlines() if line.strip())
-
-
-def _check_clean(venv: Path, freeze: list[str], allowed: set[str]) -> None:
-    names = {_norm(line.split("==")[0].split(" @ ")[0]) for line in freeze}
-    extra = names - {_norm(n) for n in allowed}
-    if extra:
-        raise SystemExit(f"{venv} holds more than the SDK ({sorted(extra)}); delete it and re-run")
-
-
-def ensure_clean_venv(venv: Path, pin: str, allowed: set[str], tag: str) -> list[str]:
-    """Create the clean venv ``venv`` holding ``pin`` (and only the packages named in
-    ``allowed``) if needed: ``python3 -m venv``, then pip from the package index. Returns its
-    ``pip freeze``."""
-    python = venv / "bin" / "python"
-    if python.exists():
-        try:
-            freeze = venv_freeze(venv)
-        except (subprocess.SubprocessError, OSError):
-            freeze = []
-        if _norm(pin) in {_norm(x) for x in freeze}:
-            _check_clean(venv, freeze, allowed)
-            return freeze
-        print(f"[{tag}] {venv.name} venv incomplete: recreating it", file=sys.stderr, flush=True)
-        shutil.rmtree(venv)
-    python3 = shutil.which("python3") or sys.executable
-    print(
-        f"[{tag}] creating {venv.relative_to(ROOT)} ({python3} -m venv), then pip install {pin}",
-        file=sys.stderr,
-        flush=True,
-    )
-    venv.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run([python3, "-m", "venv", str(venv)], check=True, timeout=300)
-    subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", pin],
-        check=True,
-        timeout=900,
-    )
-    freeze = venv_freeze(venv)
-    _check_clean(venv, freeze, allowed)
-    return freeze
 
 
 @functools.cache

@@ -97,8 +97,21 @@ def acp_python() -> Path:
 
 
 def acp_freeze() -> list[str]:
+    return venv_freeze(ACP_VENV)
+
+
+def base_python() -> Path:
+    """The interpreter this bench runs on, outside its venv (``.venv`` is made from it by
+    ``scripts/setup``): the SDKs' venvs are made from it too, so that every implementation
+    runs on the same build (a distribution's, with profile-guided optimisation, and a pyenv
+    one differ by ~20% of CPU on this machine)."""
+    return Path(sys.base_prefix) / "bin" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+
+
+def venv_freeze(venv: Path) -> list[str]:
+    """``pip freeze`` of ``venv``, sorted."""
     out = subprocess.run(
-        [str(acp_python()), "-m", "pip", "freeze", "--disable-pip-version-check"],
+        [str(venv / "bin" / "python"), "-m", "pip", "freeze", "--disable-pip-version-check"],
         capture_output=True,
         text=True,
         check=True,
@@ -107,49 +120,70 @@ def acp_freeze() -> list[str]:
     return sorted(line.strip() for line in out.stdout.splitlines() if line.strip())
 
 
-@functools.cache
-def ensure_acp_venv() -> list[str]:
-    """Create the clean acp-py venv if needed; return its ``pip freeze``."""
-    if acp_python().exists():
+def _on_base_python(venv: Path) -> bool:
+    """Whether ``venv`` was made from :func:`base_python` (same prefix, same version)."""
+    out = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import sys; print(sys.base_prefix, sys.version)"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return out.stdout.strip() == f"{sys.base_prefix} {sys.version}"
+
+
+def _check_clean(venv: Path, freeze: list[str], allowed: set[str]) -> None:
+    names = {_norm(line.split("==")[0].split(" @ ")[0]) for line in freeze}
+    extra = names - {_norm(n) for n in allowed}
+    if extra:
+        raise SystemExit(
+            f"{venv} holds more than the SDK ({sorted(extra)}); delete it and re-run so that "
+            "the SDK is measured without optional packages on its hot path"
+        )
+
+
+def ensure_clean_venv(venv: Path, pin: str, allowed: set[str], tag: str) -> list[str]:
+    """Create the clean venv ``venv`` holding ``pin`` (and only the packages named in
+    ``allowed``) if needed, or again if it was made from another interpreter than
+    :func:`base_python`: ``-m venv``, then pip from the package index. Returns its ``pip
+    freeze``."""
+    python = venv / "bin" / "python"
+    if python.exists():
         try:
-            freeze = acp_freeze()
+            freeze = venv_freeze(venv) if _on_base_python(venv) else []
         except (subprocess.SubprocessError, OSError):
             freeze = []
-        if _norm(ACP_PIN) in {_norm(x) for x in freeze}:
-            _check_clean(freeze)
+        if _norm(pin) in {_norm(x) for x in freeze}:
+            _check_clean(venv, freeze, allowed)
             return freeze
-        log("acp-py venv incomplete: recreating it")
-        shutil.rmtree(ACP_VENV)
-    python3 = shutil.which("python3") or sys.executable
-    log(f"creating {ACP_VENV.relative_to(ROOT)} with {python3} -m venv, then pip install {ACP_PIN}")
-    ACP_VENV.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run([python3, "-m", "venv", str(ACP_VENV)], check=True, timeout=300)
-    subprocess.run(
-        [
-            str(acp_python()),
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            ACP_PIN,
-        ],
-        check=True,
-        timeout=600,
+        print(
+            f"[{tag}] {venv.name}: incomplete or another interpreter's, recreating it",
+            file=sys.stderr,
+            flush=True,
+        )
+        shutil.rmtree(venv)
+    print(
+        f"[{tag}] creating {venv.relative_to(ROOT)} ({base_python()} -m venv), "
+        f"then pip install {pin}",
+        file=sys.stderr,
+        flush=True,
     )
-    freeze = acp_freeze()
-    _check_clean(freeze)
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run([str(base_python()), "-m", "venv", str(venv)], check=True, timeout=300)
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", pin],
+        check=True,
+        timeout=900,
+    )
+    freeze = venv_freeze(venv)
+    _check_clean(venv, freeze, allowed)
     return freeze
 
 
-def _check_clean(freeze: list[str]) -> None:
-    names = {_norm(line.split("==")[0].split(" @ ")[0]) for line in freeze}
-    extra = names - {_norm(n) for n in ACP_ALLOWED}
-    if extra:
-        raise SystemExit(
-            f"{ACP_VENV} holds more than the SDK ({sorted(extra)}); delete it and re-run "
-            "so acp-py is measured without optional packages on its hot path"
-        )
+@functools.cache
+def ensure_acp_venv() -> list[str]:
+    """Create the clean acp-py venv if needed; return its ``pip freeze``."""
+    return ensure_clean_venv(ACP_VENV, ACP_PIN, ACP_ALLOWED, "bench")
 
 
 def probe_import(python: Path, code: str) -> str | None:

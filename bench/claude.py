@@ -46,7 +46,7 @@ from typing import Any, cast
 from urllib.parse import urlsplit
 
 import run  # bench/run.py: driver runner, quiet-machine wait, environment
-from codex import ensure_clean_venv, paired_table, write_between_markers
+from codex import paired_table, write_between_markers
 from subagents.fake_model_servers import anthropic_messages as fake
 from subagents.testing.fake_models._http import serve
 from subagents.testing.fake_models.anthropic_messages import (
@@ -151,7 +151,7 @@ def sdk_python() -> Path:
 def ensure_sdk_venv() -> list[str]:
     """Create the clean claude-agent-sdk venv if needed (pip, from the package index); return
     its ``pip freeze``."""
-    return ensure_clean_venv(SDK_VENV, SDK_PIN, SDK_ALLOWED, "claude-bench")
+    return run.ensure_clean_venv(SDK_VENV, SDK_PIN, SDK_ALLOWED, "claude-bench")
 
 
 # ---------------------------------------------------------------- running

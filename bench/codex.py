@@ -42,7 +42,6 @@ from pathlib import Path
 from typing import Any
 
 import run  # bench/run.py: driver runner, quiet-machine wait, environment
-from run import ensure_clean_venv
 from subagents.testing.fake_models import openai_responses as fake
 from subagents.testing.fake_models.openai_responses import (
     ResponsesHandler,
@@ -111,7 +110,7 @@ def sdk_python() -> Path:
 def ensure_sdk_venv() -> list[str]:
     """Create the clean openai-codex venv if needed (pip, from the package index); return its
     ``pip freeze``."""
-    return ensure_clean_venv(SDK_VENV, SDK_PIN, SDK_ALLOWED, "codex-bench")
+    return run.ensure_clean_venv(SDK_VENV, SDK_PIN, SDK_ALLOWED, "codex-bench")
 
 
 # ---------------------------------------------------------------- running

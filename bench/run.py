@@ -96,10 +96,6 @@ def acp_python() -> Path:
     return ACP_VENV / "bin" / "python"
 
 
-def acp_freeze() -> list[str]:
-    return venv_freeze(ACP_VENV)
-
-
 def base_python() -> Path:
     """The interpreter this bench runs on, outside its venv (``.venv`` is made from it by
     ``scripts/setup``): the SDKs' venvs are made from it too, so that every implementation

@@ -21,6 +21,7 @@ import anyio.lowlevel
 import pytest
 
 from subagents.conformance.framework import (
+    CHECKS,
     DISRUPTIVE,
     LONG,
     POOLED,
@@ -424,3 +425,27 @@ async def test_a_session_result_gate_the_probe_could_not_judge_runs_its_check(
         unadvertised = await run_check(requirement, options, without)
         assert unadvertised.status is Status.NOT_APPLICABLE
         assert unadvertised.message.startswith("not advertised: session/new result: ")
+
+
+async def test_a_long_check_is_bounded_by_twice_the_check_timeout(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Never hang, but do not fail a slow machine: every check ends at its bound with a failure
+    naming it, and a long check (several agent processes or many turns: reopening a session
+    starts two and runs three turns, each with its own answer bound) gets twice
+    ``--check-timeout`` (a CI run at twice this machine's load failed opencode's load check at
+    90 s, half of it spent starting the first process)."""
+
+    async def hangs(ctx: CheckContext) -> None:
+        await anyio.sleep_forever()
+
+    options = Options(command=("unused",), cwd=tmp_path, workdir=tmp_path, check_timeout=0.05)
+    probe = Probe(init={"protocolVersion": 1}, session={"sessionId": "s"})
+    for requirement_id, bound in (("ACP-META-001", 0.05), ("ACP-CANCEL-001", 0.1)):
+        assert (requirement_id in LONG) == (bound == 0.1)
+        assert options.check_bound(requirement_id) == bound
+        monkeypatch.setitem(CHECKS, requirement_id, hangs)
+        result = await run_check(REQUIREMENTS[requirement_id], options, probe)
+        assert result.status is Status.FAIL
+        assert result.message == f"the check did not finish within {bound:g} s"
+        assert result.duration >= bound

@@ -162,7 +162,8 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         type=float,
         default=90.0,
         metavar="SECONDS",
-        help="bound on one check (default: %(default)s)",
+        help="bound on one check; twice it for the checks that start several agent processes "
+        "or run many turns (default: %(default)s)",
     )
     parser.add_argument(
         "--env",

@@ -135,8 +135,8 @@ class Options:
     """Bound on each answer the suite waits for."""
     startup_timeout: float = 30.0
     """Bound on the answer to ``initialize`` (includes process start)."""
-    check_timeout: float = 60.0
-    """Bound on one whole check."""
+    check_timeout: float = 90.0
+    """Bound on one whole check (twice it for a :data:`LONG` one: see :meth:`check_bound`)."""
     auth_method: str | None = None
     allow_logout: bool = False
     """Exercise ``logout`` (it may revoke the credentials the agent runs with)."""
@@ -159,6 +159,12 @@ class Options:
     """A prompt that makes the agent ask the user something (``elicitation/create``)."""
     quiet_period: float = 0.3
     """How long "nothing arrives" is watched for."""
+
+    def check_bound(self, requirement_id: str) -> float:
+        """The bound on the whole check of ``requirement_id``: :attr:`check_timeout`, twice it
+        for a :data:`LONG` check (one that starts several agent processes or runs many turns:
+        reopening a session costs two starts and three turns, each with its own bound)."""
+        return self.check_timeout * (2 if requirement_id in LONG else 1)
 
 
 @dataclass(frozen=True)

@@ -558,11 +558,10 @@ class _Suite:
         options = dataclasses.replace(self.options, workdir=Path(workdir).resolve())
         self._futures = {r.id: Future() for r in requirements}
         # A bound on the whole run, never reached unless the suite itself hangs: every check
-        # is bounded by check_timeout and retried at most once.
+        # is bounded by its check_bound and retried at most once.
         rounds = math.ceil(len(requirements) / self.jobs) + 1
-        self._deadline = (
-            time.monotonic() + options.startup_timeout + 2 * options.check_timeout * rounds + 60
-        )
+        longest = max((options.check_bound(r.id) for r in requirements), default=0.0)
+        self._deadline = time.monotonic() + options.startup_timeout + 2 * longest * rounds + 60
         portal = self._stack.enter_context(anyio.from_thread.start_blocking_portal())
         self._stack.callback(self._cancel, portal)
         self._task = portal.start_task_soon(self._run, options, list(requirements))

@@ -2,10 +2,11 @@
 
 :func:`run_suite` starts one probe connection (initialize and session/new) to learn what the
 agent advertises, then runs the checks concurrently (at most ``jobs`` at once; each check starts
-its own agent processes, so they do not interfere), each bounded by ``Options.check_timeout``.
-Checks that judge one shared exchange run one after the other in one job, and so do the pooled
-checks, on the shared processes of an :class:`~.framework.AgentPool` (:func:`batches`,
-:func:`run_batch`). A requirement whose capability gate is closed is ``n/a``.
+its own agent processes, so they do not interfere), each bounded by ``Options.check_bound``
+(``check_timeout``, twice it for a long check). Checks that judge one shared exchange run one
+after the other in one job, and so do the pooled checks, on the shared processes of an
+:class:`~.framework.AgentPool` (:func:`batches`, :func:`run_batch`). A requirement whose
+capability gate is closed is ``n/a``.
 """
 
 from __future__ import annotations
@@ -555,8 +556,9 @@ async def _run_once(
     status = Status.INFO if requirement.tier is Tier.INFORMATIONAL else Status.PASS
     message = ""
     blocked_by: str | None = None
+    bound = options.check_bound(requirement.id)
     try:
-        with anyio.fail_after(options.check_timeout):
+        with anyio.fail_after(bound):
             await _unwrapped(CHECKS[requirement.id], ctx)
     except CheckFailed as exc:
         status, message = Status.FAIL, str(exc)
@@ -574,7 +576,7 @@ async def _run_once(
     except TimeoutError:
         status, message = (
             Status.FAIL,
-            f"the check did not finish within {options.check_timeout:g} s",
+            f"the check did not finish within {bound:g} s",
         )
     except WireError as exc:
         status, message = Status.FAIL, str(exc)

@@ -5,13 +5,15 @@ WebSocket."""
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
+from typing import Any
 
 import anyio
 import pytest
 
 from subagents.protocol import acp
-from subagents.remote import RemoteServer
+from subagents.remote import RemoteServer, _client_ws
 from subagents.remote._client_http import open_http_link
+from subagents.remote._client_ws import WsLink, open_ws_link
 from subagents.remote.client import RemoteStartupError, connect_agent_url
 from subagents.rpc import ConnectionClosedError, RPCError
 from subagents.transports.acp_client import (
@@ -225,3 +227,26 @@ async def test_a_refused_request_is_answered_with_an_error_and_the_connection_go
             assert f"HTTP 404 from {server.url} for POST session/prompt" in str(info.value)
             session = await agent.new_session(cwd="/tmp")
             assert (await session.run("echo hi")).stop_reason == "end_turn"
+
+
+async def test_a_websocket_link_whose_owner_is_cancelled_as_it_is_handed_over_is_closed(
+    server: RemoteServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing leaks: an owner cancelled at the moment the WebSocket link is handed over
+    (trio's ``start()`` then raises, so the owner never gets the link) leaves no open stream
+    behind; the link's own task closes it (the scale-out test, cancelling runs at random
+    moments, once failed on an unclosed memory stream found at garbage collection)."""
+    made: list[WsLink] = []
+
+    def cancels_its_owner(url: str, ws: Any, timeout: float) -> WsLink:
+        made.append(WsLink(url, ws, timeout))
+        owner.cancel()
+        return made[-1]
+
+    monkeypatch.setattr(_client_ws, "WsLink", cancels_its_owner)
+    with anyio.fail_after(BOUND), anyio.CancelScope() as owner:
+        async with open_ws_link(server.websocket_url):
+            await anyio.sleep_forever()
+    assert len(made) == 1
+    with anyio.fail_after(BOUND), pytest.raises(anyio.ClosedResourceError):
+        await made[0].receive()

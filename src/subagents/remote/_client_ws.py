@@ -166,11 +166,16 @@ async def _run_socket(
             keepalive_ping_timeout_seconds=KEEPALIVE_INTERVAL,
         ) as ws:
             link = WsLink(url, ws, timeout)
-            if ws.response is not None:
-                link.connection_id = ws.response.headers.get("acp-connection-id")
-            task_status.started(link)
-            await link.read()
-            await anyio.sleep_forever()  # the owner closes
+            try:
+                if ws.response is not None:
+                    link.connection_id = ws.response.headers.get("acp-connection-id")
+                task_status.started(link)
+                await link.read()
+                await anyio.sleep_forever()  # the owner closes
+            finally:
+                # The owner closes the link on its way out; an owner cancelled while the link
+                # was handed over (trio: its start() raises) never got it: closed here.
+                link.close_inbound()
     except WebSocketUpgradeError as exc:
         response = exc.response
         try:

@@ -164,7 +164,7 @@ def test_the_set_up_section_states_the_real_needs_and_duration() -> None:
         "node` (>= 20)",
         "npm",
         "1.3 GB",
-        "8.5 to 13 minutes",
+        "7 to 11 minutes",
         "five pytest-xdist workers",
     ):
         assert needed in setup, needed

@@ -165,7 +165,13 @@ _SUITE_OPTIONS: dict[str, tuple[str, type, str, str]] = {
         "SECONDS",
         "bound on the answer to initialize",
     ),
-    "--acp-check-timeout": ("check_timeout", float, "SECONDS", "bound on one check"),
+    "--acp-check-timeout": (
+        "check_timeout",
+        float,
+        "SECONDS",
+        "bound on one check; twice it for the checks that start several agent processes or run "
+        "many turns",
+    ),
     "--acp-prompt": ("prompt", str, "TEXT", "an ordinary prompt"),
     "--acp-cancel-prompt": (
         "cancel_prompt",

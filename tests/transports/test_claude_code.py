@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import anyio.lowlevel
 import pytest
 
@@ -619,3 +620,37 @@ def test_the_public_names_are_exported_lazily() -> None:
     assert claude_code.AllowTool is ClaudeAllowTool
     assert claude_code.DenyTool is ClaudeDenyTool
     assert claude_code.ToolPermissionRequest is ClaudeToolPermissionRequest
+
+
+async def test_a_write_that_finds_stdin_closed_fails_with_why_the_connection_was_lost() -> None:
+    """Errors name the cause: a write that finds the CLI's stdin closed (the CLI is ending)
+    fails with the reason the connection is lost (its exit status and stderr) once that is
+    known, within the watcher's wait; only without it, with "stdin is closed"."""
+    from subagents.transports._claude_wire import ClaudeWire
+
+    class ClosedStdin(anyio.abc.ByteSendStream):
+        async def send(self, item: bytes) -> None:
+            raise anyio.BrokenResourceError
+
+        async def send_eof(self) -> None:
+            pass
+
+        async def aclose(self) -> None:
+            pass
+
+    exit_reason = "claude 'claude' (pid 7) exited with status 3; stderr tail: 'invalid key'"
+    failures: list[str] = []
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            wire = ClaudeWire(ClosedStdin(), tg, allow_tools_policy, {}, 1 << 20, "claude")
+
+            async def lose_soon() -> None:
+                await anyio.sleep(0.1)
+                wire.lose(exit_reason)
+
+            tg.start_soon(lose_soon)
+            try:
+                await wire.send({"type": "user"})
+            except claude_code.ClaudeConnectionError as exc:
+                failures.append(str(exc))
+    assert failures == [exit_reason]

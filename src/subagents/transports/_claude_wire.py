@@ -42,6 +42,7 @@ from ..protocol.claude import str_or_none as _str
 from ..protocol.framing import NEED_DATA, LineSplitter, OversizedLine
 from ..protocol.jsonrpc import JsonObject
 from ..rpc import PendingRequests
+from ._child_connection import EXIT_REASON_WAIT
 from ._policy import call_policy
 from ._turn_events import TurnEvents, TurnOverflowError, read_before
 
@@ -97,6 +98,10 @@ class TurnState:
         self.events.fail(exc)
 
 
+_LOST_MARGIN: Final = 0.5
+"""Seconds a failed write waits for the connection's loss beyond the watcher's own wait."""
+
+
 @final
 class ClaudeWire:
     """Both directions of the stream-json protocol: writes lines, reads and dispatches them,
@@ -126,6 +131,7 @@ class ClaudeWire:
         self._pending = PendingRequests[str, JsonObject]()
         self._handlers: dict[str, anyio.CancelScope] = {}
         self._closed = anyio.Event()
+        self._lost = anyio.Event()
 
     # -- the _Closable protocol of the process layer
 
@@ -150,6 +156,12 @@ class ClaudeWire:
             try:
                 await self._stdin.send(data)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+                # The CLI closed its stdin: it is ending, and the watcher names its exit once
+                # seen (it waits up to EXIT_REASON_WAIT for it); that says more than this.
+                with anyio.move_on_after(EXIT_REASON_WAIT + _LOST_MARGIN):
+                    await self._lost.wait()
+                if self.lost is not None:
+                    raise ClaudeConnectionError(str(self.lost)) from exc
                 raise ClaudeConnectionError(f"claude {self.label!r}: stdin is closed") from exc
 
     async def control(self, subtype: str, timeout: float, fields: JsonObject) -> JsonObject:
@@ -180,6 +192,7 @@ class ClaudeWire:
         """The connection is gone: fail what waits, with ``reason``."""
         if self.lost is None:
             self.lost = ClaudeConnectionError(reason)
+            self._lost.set()
         self._pending.fail_all(lambda: ClaudeConnectionError(reason))
         if self.turn is not None:
             self.turn.fail(ClaudeConnectionError(reason), settled=True)

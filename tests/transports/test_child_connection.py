@@ -158,35 +158,3 @@ async def test_a_child_that_exits_with_its_stdout_held_open_is_reported_by_its_e
     [reason] = link.lost
     assert reason.startswith(f"toy 't' (pid {process.pid}) exited with status 3")
     assert "dying on purpose" in reason
-
-
-async def test_a_handshake_that_finds_stdin_closed_names_the_exit_that_follows() -> None:
-    """Errors naming the exit status and stderr tail: a handshake whose write finds the
-    child's stdin closed (it fails at start-up) can fail before the child's exit is seen;
-    the start-up error still names that exit when it follows within the watcher's wait (a
-    loaded run once said only "stdin is closed" for a Claude CLI that exited with status 3)."""
-    script = (
-        "import os, sys, time; os.close(0); sys.stderr.write('invalid key\\n'); "
-        "sys.stderr.flush(); time.sleep(0.3); os._exit(3)"
-    )
-
-    async def write_fails(link: Link) -> str:
-        raise Closed("toy 't': stdin is closed")
-
-    command = ChildCommand([sys.executable, "-c", script], None, False, None, 10.0)
-    pids: list[int] = []
-
-    async def connect() -> None:
-        async with command.spawn("toy") as process:
-            pids.append(process.pid)
-            async with open_child_connection(
-                DIALECT, opener(Link()), write_fails, lost=lose, name="t", process=process
-            ):
-                pytest.fail("connected through a failed handshake")
-
-    with anyio.fail_after(10), pytest.raises(StartupError) as info:
-        await connect()
-    message = str(info.value)
-    assert message.startswith(f"toy exited before answering initialize: toy 't' (pid {pids[0]})")
-    assert "exited with status 3" in message
-    assert "invalid key" in message

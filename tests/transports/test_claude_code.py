@@ -628,8 +628,11 @@ async def test_a_write_that_finds_stdin_closed_fails_with_why_the_connection_was
     known, within the watcher's wait; only without it, with "stdin is closed"."""
     from subagents.transports._claude_wire import ClaudeWire
 
+    write_failed = anyio.Event()
+
     class ClosedStdin(anyio.abc.ByteSendStream):
         async def send(self, item: bytes) -> None:
+            write_failed.set()
             raise anyio.BrokenResourceError
 
         async def send_eof(self) -> None:
@@ -644,11 +647,11 @@ async def test_a_write_that_finds_stdin_closed_fails_with_why_the_connection_was
         async with anyio.create_task_group() as tg:
             wire = ClaudeWire(ClosedStdin(), tg, allow_tools_policy, {}, 1 << 20, "claude")
 
-            async def lose_soon() -> None:
-                await anyio.sleep(0.1)
+            async def lose_after_the_write() -> None:
+                await write_failed.wait()
                 wire.lose(exit_reason)
 
-            tg.start_soon(lose_soon)
+            tg.start_soon(lose_after_the_write)
             try:
                 await wire.send({"type": "user"})
             except claude_code.ClaudeConnectionError as exc:

@@ -155,7 +155,8 @@ class MessageLink(anyio.abc.ByteStream):
         self.closing = True
 
     def close_inbound(self) -> None:
-        """The transport is gone for good (the link's owner closes it on the way out)."""
+        """The transport is gone for good (on the link's way out: :func:`open_http_link` closes
+        it, a WebSocket's task does)."""
         self.closing = True
         self._inbound_in.close()
         self._inbound.close()

@@ -136,8 +136,7 @@ async def open_ws_link(
             except BaseException as exc:
                 raised = exc
             finally:
-                link.closing = True
-                link.close_inbound()
+                link.closing = True  # its task closes it, cancelled here
         tg.cancel_scope.cancel()
     if raised is not None:  # re-raised as itself, not wrapped in an ExceptionGroup
         raise raised
@@ -173,8 +172,8 @@ async def _run_socket(
                 await link.read()
                 await anyio.sleep_forever()  # the owner closes
             finally:
-                # The owner closes the link on its way out; an owner cancelled while the link
-                # was handed over (trio: its start() raises) never got it: closed here.
+                # Closed here, not by the owner: an owner cancelled while the link was handed
+                # over (its start() raises) never got it.
                 link.close_inbound()
     except WebSocketUpgradeError as exc:
         response = exc.response

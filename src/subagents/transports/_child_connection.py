@@ -191,9 +191,7 @@ async def open_child_connection(
         async with anyio.create_task_group() as tg, open_link(tg, exit_reason) as link:
             tg.start_soon(_watch, dialect, name, link, process, exit_reason, ended, lost)
             try:
-                hello = await _handshake(
-                    dialect, name, handshake, link, process, exit_reason, startup_timeout
-                )
+                hello = await _handshake(dialect, name, handshake, link, process, startup_timeout)
                 yield ChildLink(tg, link, hello, exit_reason)
             except BaseException as exc:
                 raised = exc
@@ -245,7 +243,6 @@ async def _handshake(
     handshake: Callable[[LinkT], Awaitable[HelloT]],
     link: LinkT,
     process: AgentProcess | None,
-    exit_reason: ExitReason | None,
     timeout: float | None,
 ) -> HelloT:
     try:
@@ -261,14 +258,8 @@ async def _handshake(
             f"{dialect.what(name)} did not answer initialize within {timeout} s{tail}"
         ) from exc
     except dialect.closed as exc:
-        cause = str(exc)
-        if exit_reason is not None and "exited" not in cause:
-            # A write can find the child's stdin closed before the watcher learns that it
-            # exited (a CLI that fails at start-up): name the exit, when it comes soon.
-            with anyio.move_on_after(EXIT_REASON_WAIT):
-                cause = await exit_reason()
         raise dialect.startup_error(
-            f"{dialect.kind} exited before answering initialize: {cause}"
+            f"{dialect.kind} exited before answering initialize: {exc}"
         ) from exc
     except dialect.refused as exc:
         raise dialect.startup_error(f"{dialect.kind} refused initialize: {exc}") from exc

@@ -31,7 +31,7 @@ PYTHON = sys.executable
 
 LOCAL: dict[str, list[str]] = {
     "reference": [PYTHON, "-m", "subagents.agents.reference"],
-    "tiny (20 lines)": [PYTHON, str(REPO / "tests" / "conformance" / "tiny_agent.py")],
+    "tiny (20 lines)": [PYTHON, str(REPO / "src" / "subagents" / "examples" / "tiny_agent.py")],
     "SDK echo example": [
         PYTHON,
         str(REPO / ".cache" / "acp-sdk-0.12.1-examples" / "echo_agent.py"),

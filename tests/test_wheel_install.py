@@ -28,7 +28,7 @@ from subagents.testing.fake_models.openai_responses import require_codex_command
 from subagents.testing.npm_agents import missing_npm_agent, npm_prefix
 
 CHECKOUT = Path(__file__).resolve().parent.parent
-TINY_AGENT = CHECKOUT / "tests" / "conformance" / "tiny_agent.py"
+TINY_AGENT = CHECKOUT / "src" / "subagents" / "examples" / "tiny_agent.py"
 
 
 @dataclass(frozen=True)

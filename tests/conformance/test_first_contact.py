@@ -21,10 +21,11 @@ import junitparser
 import subagents
 from subagents.conformance.requirements import SPEC_COMMIT
 from subagents.conformance.runner import default_jobs
+from subagents.examples import tiny_agent
 
 from .conftest import Run, run_conformance
 
-TINY_AGENT = Path(__file__).with_name("tiny_agent.py")
+TINY_AGENT = Path(tiny_agent.__file__)
 MUTANT_AGENT = Path(__file__).with_name("mutant_agent.py")
 REPORT_SCHEMA = json.loads(
     resources.files("subagents.conformance").joinpath("report.schema.json").read_text()

@@ -20,13 +20,14 @@ import pytest
 from subagents.conformance.pytest_plugin import NODE_PATH
 from subagents.conformance.requirements import REQUIREMENTS, Tier
 from subagents.conformance.runner import batches
+from subagents.examples import tiny_agent
 
 pytest_plugins = ["pytester"]
 # Each test runs pytest (and the agent) in subprocesses, up to three times: a loaded machine
 # makes that slow, never wrong.
 pytestmark = pytest.mark.timeout(300)
 
-TINY_AGENT = Path(__file__).with_name("tiny_agent.py")
+TINY_AGENT = Path(tiny_agent.__file__)
 TOTAL = len(REQUIREMENTS)
 
 RAW_AGENT = '''\

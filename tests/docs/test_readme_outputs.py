@@ -69,7 +69,7 @@ def agent_dir(tmp_path: Path) -> Path:
     """The newcomer's agent directory: the tiny agent as my_agent.py, the README's agent.json."""
     where = tmp_path / "my-agent"
     where.mkdir()
-    shutil.copy(ROOT / "tests" / "conformance" / "tiny_agent.py", where / "my_agent.py")
+    shutil.copy(ROOT / "src" / "subagents" / "examples" / "tiny_agent.py", where / "my_agent.py")
     [registry_entry] = re.findall(r"```json\n(.*?)```", README.read_text(), re.S)
     (where / "agent.json").write_text(registry_entry)
     return where

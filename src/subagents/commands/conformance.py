@@ -13,6 +13,7 @@ bridge, which the report and the terminal output say.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 import shlex
@@ -66,6 +67,11 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    _add_arguments(parser)
+    return parser
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", metavar="FILE", help="write the JSON report here")
     parser.add_argument("--junit", metavar="FILE", help="write a JUnit XML report here")
     parser.add_argument(
@@ -179,9 +185,11 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     )
     add_url_options(remote)
     parser.add_argument(
-        "agent", nargs=argparse.REMAINDER, help="-- then the agent command; or the agent's URL"
+        "agent",
+        nargs=argparse.REMAINDER,
+        help='-- then the agent command; or the command quoted as one argument ("python '
+        "my_agent.py\"); or the agent's URL",
     )
-    return parser
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -198,14 +206,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
 
     out = out or cast(TextIO, sys.stdout)
     err = err or cast(TextIO, sys.stderr)
-    command = list(args.agent)
-    if command and command[0] == "--":
-        command = command[1:]
-    if not command:
-        err.write("subagents conformance: give the agent command after --\n")
-        return 2
-    if len(command) == 1 and " " in command[0]:
-        command = shlex.split(command[0])
+    resolved = agent_command(args, err)
+    if isinstance(resolved, int):
+        return resolved
+    command = resolved
     bridge = _through_bridge(args, command, err)
     if isinstance(bridge, int):
         return bridge
@@ -221,8 +225,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     only = args.only
     if only:
         unknown = [i for i in only if i not in REQUIREMENTS]
+        for requirement_id in unknown:
+            err.write(f"subagents conformance: {unknown_requirement(requirement_id)}\n")
         if unknown:
-            err.write(f"subagents conformance: unknown requirement(s) {', '.join(unknown)}\n")
             return 2
     baseline = None
     if args.baseline:
@@ -332,6 +337,67 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         else:
             write_baseline(report, args.write_baseline)
     return report.exit_code
+
+
+def agent_command(args: argparse.Namespace, err: TextIO) -> list[str] | int:
+    """The agent command (or URL) of ``args``, named either way the suite takes it: after
+    ``--`` (``-- python my_agent.py``), or as one quoted argument (``"python my_agent.py"``,
+    as the pytest plugin's ``--acp-agent`` takes it), which is split as a shell would split it
+    unless it is an existing file; options after a quoted command (or a URL) are the suite's
+    own, parsed into ``args``. An exit status (2) for bad usage."""
+    command = list(args.agent)
+    after_dashes = bool(command) and command[0] == "--"
+    if after_dashes:
+        command = command[1:]
+    if not command:
+        err.write(
+            "subagents conformance: give the agent command after -- (or quoted as one "
+            'argument: "python my_agent.py")\n'
+        )
+        return 2
+    first, rest = command[0], command[1:]
+    quoted = any(c.isspace() for c in first) and not (Path(args.cwd or ".") / first).exists()
+    if after_dashes or not (quoted or _is_url(first)):
+        return shlex.split(first) if quoted and not rest else command
+    if rest:
+        # `"python my_agent.py" --only X`: the REMAINDER positional took the options too.
+        args.agent = list[str]()
+        _options_parser().parse_args(rest, namespace=args)
+        extra = [str(word) for word in args.agent]
+        if extra:
+            err.write(
+                "subagents conformance: one agent only: after a quoted agent command only "
+                f"options may follow, not {shlex.join(extra)!r} (or give the command after "
+                "--)\n"
+            )
+            return 2
+        args.agent = [first]
+    return shlex.split(first) if quoted else [first]
+
+
+def unknown_requirement(requirement_id: str) -> str:
+    """``unknown requirement ACP-INTI-003; did you mean ACP-INIT-003? ...``: one line."""
+    from ..conformance.requirements import REQUIREMENTS
+
+    close = difflib.get_close_matches(requirement_id.upper(), list(REQUIREMENTS), n=1)
+    guess = f"; did you mean {close[0]}?" if close else ""
+    return (
+        f"unknown requirement {requirement_id}{guess} "
+        "(subagents conformance --list shows every one)"
+    )
+
+
+def _is_url(text: str) -> bool:
+    from ..protocol.acp_remote import is_agent_url
+
+    return is_agent_url(text)
+
+
+def _options_parser() -> argparse.ArgumentParser:
+    """A parser of the ``conformance`` options alone (for those after a quoted agent)."""
+    parser = argparse.ArgumentParser(prog="subagents conformance")
+    _add_arguments(parser)
+    return parser
 
 
 def _through_bridge(

@@ -22,6 +22,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import shlex
+import shutil
+import textwrap
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from pathlib import Path
@@ -36,12 +38,15 @@ PROTOCOL_VERSION = 1
 """The ACP protocol version the suite judges."""
 
 __all__ = (
+    "REPORT_WIDTH",
     "exchange_line",
     "load_baseline",
     "render_terminal",
+    "report_width",
     "to_json",
     "to_junit",
     "verdict_line",
+    "wrap",
     "write_baseline",
 )
 
@@ -173,7 +178,7 @@ def to_junit(report: SuiteReport, *, advisory_failures: bool = False) -> str:
             root, "testsuite", name="ACP-START", tests="1", failures="0", errors="1", skipped="0"
         )
         case = ET.SubElement(suite, "testcase", classname="acp.start", name="the agent starts")
-        error = ET.SubElement(case, "error", message=_clean(failure.describe())[:1000])
+        error = ET.SubElement(case, "error", message=_clean(failure.describe()))
         error.text = _clean(_start_failure_text(report))
         return ET.tostring(root, encoding="unicode", xml_declaration=True)
     areas: dict[str, list[RequirementResult]] = {}
@@ -224,7 +229,7 @@ def to_junit(report: SuiteReport, *, advisory_failures: bool = False) -> str:
                 element = ET.SubElement(
                     case,
                     "failure",
-                    message=_clean(result.message)[:1000],
+                    message=_clean(result.message),
                     type=requirement.tier.value,
                 )
                 element.text = _clean(_failure_text(result))
@@ -339,6 +344,40 @@ def _start_failure_text(report: SuiteReport) -> str:
 
 # -- terminal ---------------------------------------------------------------------------------
 
+REPORT_WIDTH = 100
+"""The columns the terminal report is wrapped to when it is not written to a terminal."""
+_DETAIL_INDENT = " " * 8
+_MORE_INDENT = " " * 10
+
+
+def report_width(out: TextIO) -> int:
+    """The terminal's width when ``out`` is a terminal (at least 40), else
+    :data:`REPORT_WIDTH`."""
+    try:
+        interactive = out.isatty()
+    except (AttributeError, ValueError):
+        interactive = False
+    if not interactive:
+        return REPORT_WIDTH
+    return max(40, shutil.get_terminal_size((REPORT_WIDTH, 24)).columns)
+
+
+def wrap(line: str, width: int, *, indent: str) -> str:
+    """``line`` wrapped to ``width`` columns, its continuation lines indented by ``indent``:
+    nothing is dropped (a word longer than the width stays whole on a line of its own)."""
+    if len(line) <= width:
+        return line
+    return "\n".join(
+        textwrap.wrap(
+            line,
+            width,
+            subsequent_indent=indent,
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+    )
+
+
 _MARK = {
     Status.PASS: "PASS",
     Status.FAIL: "FAIL",
@@ -357,11 +396,16 @@ def render_terminal(
     *,
     verbose: bool = False,
     transcript_hint: str = "rerun with --json FILE (or --junit FILE) for the transcripts",
+    width: int | None = None,
 ) -> None:
     """The human report: results grouped by area, counts per tier, the verdict (or, when the
     agent could not start, that one answer). A failure line carries the citation and one
-    line of the exchange; ``transcript_hint`` says where the transcripts are."""
+    line of the exchange; ``transcript_hint`` says where the transcripts are.
+
+    A finding is never cut: it is wrapped to ``width`` columns (default: the terminal's
+    width when ``out`` is a terminal, else :data:`REPORT_WIDTH`)."""
     write = out.write
+    width = width or report_width(out)
     if report.bridge is not None:
         write(f"ACP conformance of: {report.bridge.url}\n")
         write(f"  through the bridge: {shlex.join(report.command)}\n")
@@ -397,14 +441,14 @@ def render_terminal(
         if result.status is not Status.PASS or verbose:
             detail = result.message or "; ".join(result.notes)
             if detail:
-                line += f"  {detail[:160] if not verbose else detail}"
-        write(line.rstrip() + "\n")
+                line += f"  {detail}"
+        write(wrap(line.rstrip(), width, indent=_DETAIL_INDENT) + "\n")
         if result.status is Status.FAIL and result.expected_failure is None:
             failed = True
-            write(f"        cites {requirement.citation}\n")
+            write(wrap(f"        cites {requirement.citation}", width, indent=_MORE_INDENT) + "\n")
             exchange = exchange_line(result)
             if exchange:
-                write(f"        {exchange}\n")
+                write(wrap(f"        {exchange}", width, indent=_MORE_INDENT) + "\n")
     write("\n")
     counts = report.counts()
     shown = [s for s in _STATUSES if any(s.value in row for row in counts.values())]

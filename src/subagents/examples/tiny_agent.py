@@ -1,7 +1,7 @@
-"""A 20-line agent on the project's endpoint: what an agent author writes first (an echo).
+"""The 20-line echo agent of the README's "Writing an ACP agent": an `Agent` subclass.
 
-The suite's first-contact tests copy it into a directory of their own and run it there by a
-relative path, as its author would: ``subagents conformance -- python tiny_agent.py``.
+Run it from anywhere with `python -m subagents.examples.tiny_agent`, or copy it as your
+`my_agent.py` and judge it: `subagents conformance -- python my_agent.py`.
 """
 
 import uuid

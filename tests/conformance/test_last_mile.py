@@ -1,0 +1,168 @@
+"""Issue 35, part D ("the last mile"): the conformance suite as an agent author meets it.
+
+Whole findings in every report, what a requirement checks (``--list``, ``--explain``), a
+did-you-mean for an unknown id, the agent named the same way on the command line and in the
+pytest plugin.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from subagents.commands import conformance as command
+from subagents.conformance.report import render_terminal, to_json, to_junit
+from subagents.conformance.requirements import REQUIREMENTS
+from subagents.conformance.runner import RequirementResult, Status, SuiteReport
+
+FIX = "use --cancel-prompt TEXT to name a prompt the agent works on for longer"
+LONG_FINDING = (
+    "the agent answered every cancelled prompt before the suite could cancel it (six turns, "
+    "each cancelled at another moment: right after the prompt, at its first update, after it), "
+    "so nothing was cancelled and the requirement could not be judged; refuse it with a "
+    f"longer turn or {FIX}"
+)
+
+
+def _report(message: str) -> SuiteReport:
+    failing = RequirementResult(REQUIREMENTS["ACP-CANCEL-001"], Status.FAIL, message)
+    passing = RequirementResult(REQUIREMENTS["ACP-INIT-001"], Status.PASS)
+    return SuiteReport(("python", "my_agent.py"), [passing, failing], 1.0)
+
+
+def _unwrapped(text: str) -> str:
+    return " ".join(text.split())
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_long_finding_is_printed_whole_wrapped_to_100_columns_when_not_a_terminal() -> None:
+    """Issue 35: a finding was cut at 160 characters with no mark, dropping its fix ("use
+    --cancel-prompt ..."); it is printed whole, wrapped to 100 columns when not a tty."""
+    out = io.StringIO()
+    render_terminal(_report(LONG_FINDING), out)
+    text = out.getvalue()
+    assert len(LONG_FINDING) > 300
+    assert _unwrapped(LONG_FINDING) in _unwrapped(text)
+    assert FIX in _unwrapped(text)
+    assert max(len(line) for line in text.splitlines()) <= 100, text
+
+
+def test_a_long_finding_is_wrapped_to_the_terminals_width(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 35: in a terminal, a finding is wrapped to its width (and still whole)."""
+    monkeypatch.setenv("COLUMNS", "72")
+    out = _Terminal()
+    render_terminal(_report(LONG_FINDING), out)
+    text = out.getvalue()
+    assert _unwrapped(LONG_FINDING) in _unwrapped(text)
+    finding_lines = text[text.index("ACP-CANCEL-001") - 10 : text.index("cites")].splitlines()
+    assert len(finding_lines) > 3
+    assert max(len(line) for line in finding_lines) <= 72, text
+
+
+def test_the_json_and_junit_reports_carry_a_long_finding_whole() -> None:
+    """Issue 35: the machine reports carry the whole finding too (the JUnit failure's message
+    attribute was cut at 1000 characters)."""
+    finding = " ".join([LONG_FINDING] * 4)
+    assert len(finding) > 1000
+    report = _report(finding)
+    [entry] = [r for r in to_json(report)["requirements"] if r["id"] == "ACP-CANCEL-001"]
+    assert entry["message"] == finding
+    root = ET.fromstring(to_junit(report))
+    [failure] = root.iter("failure")
+    assert failure.get("message") == finding
+    assert finding in (failure.text or "")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="subagents")
+    command.add_parser(parser.add_subparsers(dest="command"))
+    return parser
+
+
+def test_an_unknown_only_id_gets_one_line_with_a_did_you_mean(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 35: `--only ACP-INTI-003` (a typo) exits 2 with one line naming the id, the
+    closest known ones and --list; no agent is started."""
+    args = _parser().parse_args(["conformance", "--only", "ACP-INTI-003", "--", "no-such-agent"])
+    assert command.run(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert "unknown requirement ACP-INTI-003; did you mean ACP-INIT-003?" in err
+    assert "--list" in err
+
+
+def _agent(argv: list[str]) -> tuple[list[str], argparse.Namespace]:
+    args = _parser().parse_args(["conformance", *argv])
+    resolved = command.agent_command(args, io.StringIO())
+    assert not isinstance(resolved, int), argv
+    return resolved, args
+
+
+def test_a_quoted_agent_command_is_the_same_command_as_one_after_dashes() -> None:
+    """Issue 35: `subagents conformance "python my_agent.py"` names the agent the way the
+    pytest plugin's --acp-agent does, and is the command `-- python my_agent.py` names."""
+    after_dashes, _ = _agent(["--", "python", "my_agent.py", "--flag"])
+    quoted, _ = _agent(["python my_agent.py --flag"])
+    assert quoted == after_dashes == ["python", "my_agent.py", "--flag"]
+
+
+def test_options_after_a_quoted_agent_command_are_the_suites_options() -> None:
+    """Issue 35: a quoted agent followed by options keeps the options (they were swallowed
+    into the agent's command line)."""
+    agent, args = _agent(["python my_agent.py", "--only", "ACP-INIT-001", "--json", "r.json"])
+    assert agent == ["python", "my_agent.py"]
+    assert args.only == ["ACP-INIT-001"]
+    assert args.json == "r.json"
+
+
+def test_an_existing_file_whose_path_has_a_space_is_one_argument(tmp_path: Path) -> None:
+    """Issue 35: a single argument that is an existing file (a path with a space) is the
+    agent itself, not split."""
+    agent = tmp_path / "my agent"
+    agent.write_text("#!/bin/sh\n")
+    resolved, _ = _agent([str(agent)])
+    assert resolved == [str(agent)]
+
+
+def test_a_quoted_agent_with_options_after_it_runs_from_the_command_line(tmp_path: Path) -> None:
+    """Issue 35: `subagents conformance "python -m subagents.examples.tiny_agent" --only
+    ACP-INIT-001 --json FILE` runs that requirement alone and writes the report."""
+    report = tmp_path / "report.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "subagents",
+            "conformance",
+            f"{sys.executable} -m subagents.examples.tiny_agent",
+            "--only",
+            "ACP-INIT-001",
+            "--json",
+            str(report),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        env={**os.environ},
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    data = json.loads(report.read_text())
+    assert [r["id"] for r in data["requirements"]] == ["ACP-INIT-001"]
+    assert data["command"] == [sys.executable, "-m", "subagents.examples.tiny_agent"]

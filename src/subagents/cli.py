@@ -7,11 +7,20 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import Any, Protocol, cast
+from typing import Any, NoReturn, Protocol, cast
 
 from . import __version__
 
 __all__ = ("main",)
+
+
+class _Parser(argparse.ArgumentParser):
+    """A parser whose usage errors are one line on stderr, then a hint naming ``--help``
+    (argparse's default prints the whole usage first, many lines for ``run`` or ``serve``),
+    exit status 2. Every command's parser (and their sub-parsers) is one."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message}\n  hint: `{self.prog} --help` shows the usage\n")
 
 
 class _Command(Protocol):
@@ -29,9 +38,7 @@ with ``add_parser(subparsers)`` and ``run(args) -> int``."""
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``subagents`` command."""
-    parser = argparse.ArgumentParser(
-        prog="subagents", description="A toolkit for out-of-process agents (ACP)."
-    )
+    parser = _Parser(prog="subagents", description="A toolkit for out-of-process agents (ACP).")
     parser.add_argument("-V", "--version", action="version", version=f"subagents {__version__}")
     parser.add_argument(
         "--debug", action="store_true", help="show tracebacks of errors (one line otherwise)"
@@ -44,14 +51,17 @@ def main(argv: list[str] | None = None) -> int:
     # used. Without a command (``--help``, a typo), every parser is built, for the help text.
     chosen = next((arg for arg in argv if not arg.startswith("-")), None)
     modules: dict[str, _Command] = {}
+    parsers: dict[str, argparse.ArgumentParser] = {}
     for name in _COMMANDS:
         if chosen in _COMMANDS and name != chosen:
             commands.add_parser(name)
             continue
         module = cast(_Command, importlib.import_module(f".commands.{name}", __package__))
-        module.add_parser(commands)
+        parsers[name] = module.add_parser(commands)
         modules[name] = module
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # named by the command's own parser, whose --help lists what it takes
+        parsers.get(args.command, parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     module = modules.get(args.command)
     if module is None:
         parser.print_help(sys.stderr)

@@ -257,6 +257,10 @@ def _probe(args: argparse.Namespace, agents: dict[str, AgentSpec]) -> int:
         raise _UsageError(
             "--timeout must be a positive number of seconds", hint="--timeout 30 (the default)"
         )
+    if args.jobs < 1:
+        raise _UsageError(
+            f"--jobs must be at least 1, not {args.jobs}", hint="--jobs 4 (the default)"
+        )
     specs = [agents[name] for name in dict.fromkeys(names)] if names else list(agents.values())
     total = len(specs)
     progress = sys.stderr

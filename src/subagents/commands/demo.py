@@ -31,6 +31,23 @@ import anyio
 __all__ = ("add_parser", "run")
 
 TASK = "Say hello to the team."
+ROWS = ("reference", "spawn", "fork", "codex", "claude-code")
+"""The demo's rows, in order (what ``--only`` takes)."""
+MAX_CANCEL_AFTER = 30.0
+"""The longest ``--cancel-after``: the slow turn ends by itself after a minute."""
+
+
+def _cancel_after(text: str) -> float:
+    """``--cancel-after``: seconds, more than 0 and at most :data:`MAX_CANCEL_AFTER`."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, not {text!r}") from None
+    if not 0 < value <= MAX_CANCEL_AFTER:
+        raise argparse.ArgumentTypeError(
+            f"expected seconds more than 0 and at most {MAX_CANCEL_AFTER:g}, not {text}"
+        )
+    return value
 
 
 @dataclass
@@ -56,13 +73,18 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--cancel-after",
-        type=float,
+        type=_cancel_after,
         default=0.6,
         metavar="SECONDS",
-        help="how long the slow turn runs before it is cancelled (default: 0.6)",
+        help="how long the slow turn runs before it is cancelled (default: 0.6; at most "
+        f"{MAX_CANCEL_AFTER:g})",
     )
     parser.add_argument(
-        "--only", action="append", metavar="NAME", help="run only these rows (repeatable)"
+        "--only",
+        action="append",
+        choices=ROWS,
+        metavar="NAME",
+        help=f"run only these rows (repeatable): {', '.join(ROWS)}",
     )
     return parser
 
@@ -190,7 +212,7 @@ def _table(rows: list[Row], out: TextIO) -> None:
         )
         for r in rows
     ]
-    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(headers)]
+    widths = [max([len(h), *(len(c[i]) for c in cells)]) for i, h in enumerate(headers)]
     numeric = {3, 4}
 
     def line(values: tuple[str, ...]) -> str:
@@ -260,9 +282,21 @@ async def _demo(out: TextIO, cancel_after: float, only: list[str] | None) -> int
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from ._common import EXIT_CANCELLED
+    from .._exception_groups import first_leaf
+    from ._common import DEBUG_HINT, EXIT_CANCELLED, EXIT_FAILED, error_line
 
+    debug = bool(getattr(args, "debug", False))
     try:
         return anyio.run(_demo, sys.stdout, args.cancel_after, args.only)
     except KeyboardInterrupt:
         return EXIT_CANCELLED
+    except Exception as exc:
+        leaf = first_leaf(exc)
+        error_line(
+            "demo",
+            f"unexpected error: {type(leaf).__name__}: {leaf}",
+            hint=None if debug else DEBUG_HINT,
+            exc=exc,
+            debug=debug,
+        )
+        return EXIT_FAILED

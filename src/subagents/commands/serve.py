@@ -34,6 +34,8 @@ import functools
 import os
 import signal
 import sys
+from collections.abc import Generator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -213,6 +215,15 @@ def make_adapter(args: argparse.Namespace) -> LlmAdapter | None:
         raise ServeConfigError(f"--adapter {args.adapter}: {exc}") from exc
 
 
+@contextmanager
+def _creating(option: str, path: Path | None) -> Generator[None]:
+    """A directory an option names that cannot be created is a bad option (one line)."""
+    try:
+        yield
+    except OSError as exc:
+        raise ServeConfigError(f"{option} {path}: cannot create it: {exc.strerror or exc}") from exc
+
+
 def make_runtime(args: argparse.Namespace) -> AgentRuntime:
     from ..harness.runtime import AgentRuntime, AgentSettings
     from ..harness.session import SessionStore
@@ -224,12 +235,17 @@ def make_runtime(args: argparse.Namespace) -> AgentRuntime:
         raise ServeConfigError("--snapshots needs --record or --replay")
     if args.max_steps < 1:
         raise ServeConfigError("--max-steps must be at least 1")
+    if not 0 <= args.tick < float("inf"):
+        raise ServeConfigError(f"--tick must be seconds >= 0, not {args.tick}")
     snapshots = None
     if args.snapshots is not None:
-        snapshots = SnapshotStore(args.snapshots, "replay" if args.replay else "record")
+        with _creating("--snapshots", args.snapshots):
+            snapshots = SnapshotStore(args.snapshots, "replay" if args.replay else "record")
+    with _creating("--sessions", args.sessions):
+        sessions = SessionStore(args.sessions)
     return AgentRuntime(
         make_adapter(args),
-        sessions=SessionStore(args.sessions),
+        sessions=sessions,
         settings=AgentSettings(system=args.system, max_steps=args.max_steps),
         snapshots=snapshots,
     )
@@ -242,6 +258,12 @@ def run(args: argparse.Namespace) -> int:
     if args.a2a is not None:
         if args.listen is not None or _agent_command(args):
             sys.stderr.write("subagents serve: --a2a serves a registry agent (--agent NAME)\n")
+            return 2
+        if args.public_url is not None and not _is_http_url(args.public_url):
+            sys.stderr.write(
+                f"subagents serve: --public-url {args.public_url!r}: expected an http:// or "
+                "https:// URL with a host\n"
+            )
             return 2
         from ._serve_a2a import run_a2a
 
@@ -266,6 +288,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------- over HTTP
+
+
+def _is_http_url(value: str) -> bool:
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(value)
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
 
 
 def parse_listen(value: str) -> tuple[str, int]:

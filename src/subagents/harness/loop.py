@@ -50,6 +50,8 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Final, final
 
+from .._cancellation import is_real_cancellation
+from .._exception_groups import first_leaf
 from ..cancel import CancelSignal
 from ..protocol.jsonrpc import JsonValue
 from ..providers.contract import (
@@ -172,15 +174,17 @@ class _Turn:
         try:
             return await self._steps()
         except BaseException as exc:
-            # Cancelled from outside, or an unexpected error (an adapter's bug, a full disk):
-            # keep the log balanced (no await) when it can still be written, and re-raise (the
-            # provider settles the run failed, naming the error).
+            # Cancelled from outside, or an unexpected error (an adapter's bug, a full disk, a
+            # BaseException or a stray cancel raised by the adapter or a tool): keep the log
+            # balanced (no await) when it can still be written, and re-raise (the provider
+            # settles the run failed, naming the error).
             if not session.events or session.events[-1].kind != "turn_end":
-                if isinstance(exc, Exception):
-                    status: TurnStatus = "failed"
-                    message = f"unexpected {type(exc).__name__}: {exc}"
+                if is_real_cancellation(exc):
+                    status: TurnStatus = "cancelled"
+                    message = "the turn was cancelled"
                 else:
-                    status, message = "cancelled", "the turn was cancelled"
+                    status = "failed"
+                    message = f"unexpected {type(first_leaf(exc)).__name__}: {first_leaf(exc)}"
                 with suppress(Exception):
                     self._end(status, message=message)
             raise

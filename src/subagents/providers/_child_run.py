@@ -25,6 +25,7 @@ from typing import Any, ClassVar, Generic, Self, TypeVar, cast
 import anyio
 import anyio.abc
 
+from .._cancellation import is_real_cancellation
 from .._exception_groups import sole_leaf
 from .._owned import OwnedTaskGroup
 from ..transports.process import AgentProcess, kill_process_group, process_group_alive
@@ -266,13 +267,18 @@ class ChildRun(abc.ABC, Generic[ProviderT]):
 
         Whatever goes wrong inside stays inside: an exception (expected or not) fails the
         start before publication, or settles the run ``failed`` (infrastructure, the
-        exception kept as the cause) after it."""
+        exception kept as the cause) after it. So does a ``BaseException`` that is no
+        ``Exception`` (``KeyboardInterrupt``, ``SystemExit``, a stray ``CancelledError``:
+        the child's code raised it), unless it is a real cancellation of a scope around the
+        run (its own, the provider's, the caller's), which passes through."""
         self._cancel = cancel.child()
         try:
             with anyio.CancelScope() as scope:
                 self._scope = scope
                 await self._run(provider, request, self._cancel)
-        except Exception as exc:
+        except BaseException as exc:
+            if is_real_cancellation(exc):
+                raise
             cause = sole_leaf(exc)
             if not self._published.is_set():
                 self._start_error = cause
@@ -373,8 +379,10 @@ class ChildConversation(abc.ABC):
         return PermissionAsker(self.id, self._provider_name, self._child_key())
 
     def _gone(self) -> SubagentOutcome:
+        failure = self._failure
+        what = "" if failure is None else _describe(failure, (Exception,))
         return SubagentOutcome.failed(
-            self.id, "infrastructure", f"the child is gone: {self._failure}", self._failure
+            self.id, "infrastructure", f"the child is gone: {what}", failure
         )
 
     async def send(
@@ -391,9 +399,16 @@ class ChildConversation(abc.ABC):
         try:
             await self._jobs_in.send((message, cancel or CancelSignal(), on_progress, slot, done))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            done.set()
+            return self._gone()  # never handed over: no turn
         await done.wait()
-        return slot[0] if slot else self._gone()
+        return slot[0] if slot else self._lost()
+
+    def _lost(self) -> SubagentOutcome:
+        """The failed outcome of a turn handed to the child that went away (a turn cut
+        short, recorded like every turn's)."""
+        outcome = self._gone()
+        self.outcomes.append(outcome)
+        return outcome
 
     async def dispose(self) -> None:
         self._jobs_in.close()
@@ -422,8 +437,10 @@ class ChildConversation(abc.ABC):
             with anyio.CancelScope() as scope:
                 self._scope = scope
                 await self._converse()
-        except Exception as exc:  # the start failed, or the child went away: report it
-            self._failure = sole_leaf(exc)
+        except BaseException as exc:  # the start failed, or the child went away: report it
+            if is_real_cancellation(exc):
+                raise
+            self._failure = sole_leaf(exc)  # as ChildRun.drive: the child's code raised it
         finally:
             self._jobs_out.close()  # senders still waiting fail at once
             if self._in_progress is not None:

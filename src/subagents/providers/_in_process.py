@@ -13,6 +13,18 @@ agent loop in the provider's task group.
   validation errors when it does not match).
 - Outcomes: the turn's ``completed`` / ``cancelled`` / ``failed`` (model errors and the step
   limit are ``turn`` failures); live progress is the loop's text, tool calls and results.
+- What the child's own code raises (its adapter, its tools) is that child's failure, whatever
+  it is: an ``Exception``, a ``BaseException`` subclass, ``KeyboardInterrupt``,
+  ``SystemExit``, or a stray ``CancelledError`` that no cancel scope of ours raised. The run
+  settles ``failed`` (``infrastructure``, the message naming the exception's type and text,
+  the exception kept as ``cause``), its lifecycle pair closes, and its siblings and the
+  provider go on. ``KeyboardInterrupt`` and ``SystemExit`` raised *inside a child* are the
+  child's code calling ``exit()`` or raising them, not the user: a Ctrl-C is the event
+  loop's (on asyncio the first one cancels the main task, a real cancellation, under which
+  the runs end ``cancelled``; trio raises it where unprotected code runs when the signal
+  comes, so on trio a Ctrl-C that lands inside a child's code fails only that child: press
+  it again). A real cancellation (the run's own scope, the provider closing, the caller's
+  scope) is never turned into a failure: it passes through.
 - The parent's log gets only the delegation call and its result (the subagent tool's); the
   child's steps are in the child's own session, linked by ``parent_session``.
 - Continuable: later messages are later turns of the same session; a cold resume reads the

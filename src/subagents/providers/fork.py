@@ -8,7 +8,8 @@ the prefix has its result, and the roles alternate as every model adapter expect
 (:func:`subagents.harness.session.balanced_prefix`). The request must name the parent
 (``parent_session``, which the subagent tool sets) and the parent must be a session of the
 same runtime; otherwise the start is refused (``INVALID_REQUEST``). The other rules are those
-of every in-process child (:mod:`subagents.providers._in_process`).
+of every in-process child (:mod:`subagents.providers._in_process`): among them, what a child's
+own code raises, even ``KeyboardInterrupt`` or ``SystemExit``, fails that run only.
 """
 
 from __future__ import annotations

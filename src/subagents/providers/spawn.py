@@ -3,6 +3,11 @@
 The rules every in-process child follows (limits, persona, output schema, outcomes, the
 parent's log, continuation) are in :mod:`subagents.providers._in_process`. Use it as
 ``async with SpawnProvider(runtime) as spawn``; it owns its children's tasks.
+
+What a child's own code raises, even a ``BaseException`` such as ``KeyboardInterrupt`` or
+``SystemExit`` (the child's code raised it: a user's Ctrl-C is the event loop's), fails that
+run only (``failed``, ``infrastructure``, the cause kept); its siblings and the provider go
+on, and a real cancellation passes through (:mod:`subagents.providers._in_process`).
 """
 
 from __future__ import annotations

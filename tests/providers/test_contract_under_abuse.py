@@ -1,0 +1,245 @@
+"""The run contract under abuse (issue 35, part A): what a child's own code raises stays that
+child's failure, every way into the service wraps a provider's bug alike, and every provider
+repeats the capability gate when called directly.
+
+Each test's docstring names the requirement it checks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import anyio
+import pytest
+
+from subagents.harness.llm.offline import OfflineModel
+from subagents.harness.llm.types import (
+    LlmCancelled,
+    ModelRequest,
+    ModelResponse,
+    TextCallback,
+)
+from subagents.harness.runtime import AgentRuntime
+from subagents.harness.session import SessionStore
+from subagents.harness.tools import ToolResult, ToolSpec
+from subagents.protocol.jsonrpc import JsonValue
+from subagents.providers import (
+    CancelSignal,
+    LifecycleEvent,
+    SubagentEnded,
+    SubagentRequest,
+    SubagentRun,
+    SubagentService,
+    SubagentStarted,
+)
+from subagents.providers._in_process import InProcessProvider
+from subagents.providers.fork import ForkProvider
+from subagents.providers.spawn import SpawnProvider
+
+pytestmark = pytest.mark.anyio
+
+
+class Boom(BaseException):
+    """What a child's code may raise that is no ``Exception``."""
+
+
+RAISES: dict[str, Callable[[], BaseException]] = {
+    "boom": lambda: Boom("the child blew up"),
+    "interrupt": lambda: KeyboardInterrupt("raised by the child's code"),
+    "exit": lambda: SystemExit("the child's code called exit"),
+    # On asyncio, the loop's own cancellation class raised by no cancel scope (a stray); on
+    # trio it is one more foreign BaseException.
+    "stray-cancel": lambda: asyncio.CancelledError("a stray cancel from the child's code"),
+}
+CAUSE_TYPES: dict[str, type[BaseException]] = {
+    "boom": Boom,
+    "interrupt": KeyboardInterrupt,
+    "exit": SystemExit,
+    "stray-cancel": asyncio.CancelledError,
+}
+CAUSE_TEXTS = {
+    "boom": "the child blew up",
+    "interrupt": "raised by the child's code",
+    "exit": "the child's code called exit",
+    "stray-cancel": "a stray cancel from the child's code",
+}
+
+
+class AbusiveModel:
+    """The offline model, except: ``raise KIND`` raises what :data:`RAISES` makes of ``KIND``
+    from inside the adapter, and ``wait`` waits for :attr:`gate` (or the signal)."""
+
+    def __init__(self) -> None:
+        self._model = OfflineModel()
+        self.gate = anyio.Event()
+
+    async def complete(
+        self,
+        request: ModelRequest,
+        *,
+        cancel: CancelSignal,
+        on_text: TextCallback | None = None,
+    ) -> ModelResponse:
+        last = request.messages[-1] if request.messages else None
+        if last is not None and last.role == "user":
+            if last.text.startswith("raise "):
+                raise RAISES[last.text.removeprefix("raise ")]()
+            if last.text == "wait":
+                with cancel.linked_scope():
+                    await self.gate.wait()
+                if cancel.cancelled:
+                    raise LlmCancelled(cancel.reason or "cancelled")
+                return ModelResponse("waited")
+        return await self._model.complete(request, cancel=cancel, on_text=on_text)
+
+
+class RaisingTool:
+    """A tool whose ``execute`` raises what :data:`RAISES` makes of its ``kind`` argument."""
+
+    @property
+    def spec(self) -> ToolSpec:
+        return ToolSpec("explode", "raises", {"type": "object"})
+
+    async def execute(
+        self, arguments: Mapping[str, JsonValue], *, cancel: CancelSignal
+    ) -> ToolResult:
+        raise RAISES[str(arguments["kind"])]()
+
+
+def provider_of(kind: str, runtime: AgentRuntime) -> InProcessProvider:
+    return SpawnProvider(runtime) if kind == "spawn" else ForkProvider(runtime)
+
+
+def prompt_of(source: str, raised: str) -> str:
+    return f"raise {raised}" if source == "adapter" else f'tool explode {{"kind": "{raised}"}}'
+
+
+@pytest.mark.parametrize("raised", list(RAISES))
+@pytest.mark.parametrize("source", ["adapter", "tool"])
+@pytest.mark.parametrize("kind", ["spawn", "fork"])
+async def test_what_a_childs_code_raises_fails_only_that_run(
+    kind: str, source: str, raised: str, tmp_path: Path
+) -> None:
+    """Issue 35, part A, points 1 and 2: a BaseException that is no Exception (a
+    ``BaseException`` subclass, ``KeyboardInterrupt``, ``SystemExit``, a stray
+    ``CancelledError`` that no cancel scope of ours raised) from an in-process child's adapter
+    or tool fails only that run (``failed``, ``infrastructure``, the message naming the cause's
+    type and text, the cause kept), closes its lifecycle pair; the sibling run in flight and
+    the provider go on, the caller's code after it runs, and ``async with provider`` exits
+    without an exception group."""
+    model = AbusiveModel()
+    runtime = AgentRuntime(model, sessions=SessionStore(tmp_path), tools=lambda: [RaisingTool()])
+    parent = runtime.root_agent()
+    await parent.run("an earlier turn", cancel=CancelSignal())
+    service = SubagentService()
+    events: list[LifecycleEvent] = []
+    service.subscribe(events.append)
+    reached: list[str] = []
+    with anyio.fail_after(10):
+        async with provider_of(kind, runtime) as provider:
+            service.register(provider)
+            request = SubagentRequest("wait", parent_session=parent.id)
+            sibling = await service.start(provider.name, request)
+            crashing = await service.start(
+                provider.name, SubagentRequest(prompt_of(source, raised), parent_session=parent.id)
+            )
+            crashed = await crashing.result()
+            await crashing.dispose()
+            reached.append("crashed")
+            model.gate.set()
+            sibling_outcome = await sibling.result()
+            await sibling.dispose()
+            later = await service.start(
+                provider.name, SubagentRequest("hello", parent_session=parent.id)
+            )
+            async with later:
+                later_outcome = await later.result()
+            reached.append("end of the body")
+    assert reached == ["crashed", "end of the body"]
+    assert crashed.status == "failed"
+    assert crashed.failure_kind == "infrastructure"
+    assert isinstance(crashed.cause, CAUSE_TYPES[raised])
+    assert CAUSE_TYPES[raised].__name__ in crashed.message
+    assert CAUSE_TEXTS[raised] in crashed.message
+    assert sibling_outcome.status == "completed"
+    assert sibling_outcome.output == "waited"
+    assert later_outcome.status == "completed"
+    assert [type(e) for e in events].count(SubagentStarted) == 3
+    ended = [e for e in events if isinstance(e, SubagentEnded)]
+    assert [e.run_id for e in ended] == [crashing.id, sibling.id, later.id]
+    child = runtime.sessions.get(crashed.child_id)
+    assert child is not None
+    assert child.events[-1].kind == "turn_end"
+    assert child.events[-1].status == "failed"
+    assert CAUSE_TYPES[raised].__name__ in child.events[-1].text
+
+
+@pytest.mark.parametrize("raised", list(RAISES))
+@pytest.mark.parametrize("kind", ["spawn", "fork"])
+async def test_what_a_continuable_childs_code_raises_fails_only_that_child(
+    kind: str, raised: str, tmp_path: Path
+) -> None:
+    """Issue 35, part A, points 1 and 2, for continuable children: what a turn's code raises
+    (no Exception) fails that turn (``failed``, ``infrastructure``, naming the cause's type
+    and text, the cause kept), the child's lifecycle pair closes with that outcome, and
+    another continuable child of the same provider goes on."""
+    runtime = AgentRuntime(AbusiveModel(), sessions=SessionStore(tmp_path))
+    parent = runtime.root_agent()
+    await parent.run("an earlier turn", cancel=CancelSignal())
+    service = SubagentService()
+    events: list[LifecycleEvent] = []
+    service.subscribe(events.append)
+    reached: list[str] = []
+    with anyio.fail_after(10):
+        async with provider_of(kind, runtime) as provider:
+            service.register(provider)
+            other = await service.start_continuable(
+                provider.name, SubagentRequest("hello", parent_session=parent.id)
+            )
+            crashing = await service.start_continuable(
+                provider.name, SubagentRequest(f"raise {raised}", parent_session=parent.id)
+            )
+            await crashing.dispose()
+            second = await other.send("again")
+            await other.dispose()
+            reached.append("end of the body")
+    assert reached == ["end of the body"]
+    assert second.status == "completed"
+    ended = {e.run_id: e.outcome for e in events if isinstance(e, SubagentEnded)}
+    crashed = ended[crashing.id]
+    assert crashed.status == "failed"
+    assert crashed.failure_kind == "infrastructure"
+    assert isinstance(crashed.cause, CAUSE_TYPES[raised])
+    assert CAUSE_TYPES[raised].__name__ in crashed.message
+    assert CAUSE_TEXTS[raised] in crashed.message
+    assert ended[other.id].status == "completed"
+
+
+@pytest.mark.parametrize("kind", ["spawn", "fork"])
+async def test_a_real_cancellation_of_the_callers_scope_still_cancels(
+    kind: str, tmp_path: Path
+) -> None:
+    """Issue 35, part A, point 2: only a stray cancel is a child's failure; the caller's own
+    cancel scope, cancelled while a child waits in its adapter, still cancels: the scope
+    catches its cancellation, no exception escapes, and the run settles ``cancelled``."""
+    model = AbusiveModel()
+    runtime = AgentRuntime(model, sessions=SessionStore(tmp_path))
+    parent = runtime.root_agent()
+    await parent.run("an earlier turn", cancel=CancelSignal())
+    after_cancel: list[str] = []
+    runs: list[SubagentRun] = []
+    with anyio.fail_after(10):
+        with anyio.CancelScope() as scope:
+            async with provider_of(kind, runtime) as provider:
+                request = SubagentRequest("wait", parent_session=parent.id)
+                runs.append(await provider.start(request, cancel=CancelSignal()))
+                scope.cancel()
+                await anyio.sleep_forever()
+                after_cancel.append("not cancelled")
+    assert scope.cancelled_caught
+    assert after_cancel == []
+    with anyio.fail_after(5):
+        outcome = await runs[0].result()
+    assert outcome.status == "cancelled"

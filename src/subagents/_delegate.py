@@ -16,43 +16,54 @@ vocabulary of :mod:`subagents.providers.contract`, switched on ``kind``), then e
 
 It follows the run contract: ``start`` (a start that fails raises
 :class:`~subagents.providers.contract.SubagentError`; one cancelled before the child exists
-ends ``cancelled``), then the run handle, owned with ``async with`` (disposed whatever
-happens), then its one outcome. ``timeout`` (default: the entry's ``timeout``; ``0``: no
-limit) and the caller's ``cancel`` fire the run's cancellation signal; a child that has not
-ended its turn :data:`STOP_GRACE` seconds later is stopped outright (outcome ``cancelled``).
+ends ``cancelled``), then the run handle, disposed whatever happens, then its one outcome.
+``timeout`` (default: the entry's ``timeout``; ``0``: no limit) and the caller's ``cancel``
+fire the run's cancellation signal; a child that has not ended its turn ``stop_grace``
+seconds later (default :data:`STOP_GRACE`) is stopped outright (outcome ``cancelled``). The
+text a child streamed survives every ending, a hard stop included (``outcome.output`` and
+``outcome.partial_output``, bounded by
+:data:`~subagents.providers.contract.PARTIAL_OUTPUT_LIMIT`).
 
 A registry name's provider is built, entered and closed by the delegation: every child
 process and task it starts ends before the outcome is yielded. A provider instance is the
 caller's: pass an open one (inside its ``async with``); the delegation owns only the run.
 
-Stopping early: enter the delegation (``async with subagents.delegate(...) as events:``, then
-``async for event in events``, where a ``break`` is fine) or close it (``aclose()``); the run
-is disposed and the child process reaped before the block ends (``aclose()`` returns). A
-consumer cancelled while it waits for the next event gets the same clean-up. A loop that
-reads up to the outcome needs neither: nothing is held once it is yielded. A bare ``break``
-before the outcome, outside ``async with``, is not enough for a registry name: the provider's
-task group lives in the consumer's task, and a generator that the garbage collector closes
-(in another task) cannot end it (a ``ResourceWarning`` says so; asyncio and trio then report
-a corrupted cancel scope stack).
+Stopping early is safe however the loop ends: a ``break``, a ``return`` or an exception out
+of ``async for`` disposes of the run and reaps the child, on asyncio and trio, with no
+warning. The delegation runs in a task of its own (the *host*), never in the consumer's: it
+enters the provider, starts the run and hands each event over (one at a time: the host waits
+until the consumer takes it). The host's owner is the event loop itself (an asyncio task;
+a trio system task), so no task group or cancel scope of the delegation ever lives in the
+consumer's task, and nothing has to be exited from the wrong task. When the consumer lets go
+of the :class:`Delegation` (the loop is left and the object dropped), its host is cancelled
+at once: the run is disposed and the child reaped in the background, and at the latest
+before ``asyncio.run`` or ``trio.run`` returns (both cancel and wait for such tasks). To wait
+for the clean-up where you stop, close the delegation (``await events.aclose()``) or enter it
+(``async with subagents.delegate(...) as events:``): the child is reaped before ``aclose()``
+returns or the block ends. A consumer cancelled while it waits for the next event waits for
+the same clean-up before the cancellation propagates.
 """
 
 from __future__ import annotations
 
+import contextvars
 import math
 import os
 import sys
-import warnings
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+import weakref
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, Literal, TypeAlias, TypeVar, final
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias, final, get_args
 
 import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from .config import ConfigError
+from .cancel import CancelSignal
+from .config import ConfigError, Permission
 from .providers.contract import (
-    CancelSignal,
+    PARTIAL_OUTPUT_LIMIT,
     OutcomeStatus,
     ProgressEvent,
     SubagentError,
@@ -64,7 +75,7 @@ from .providers.contract import (
 )
 
 if TYPE_CHECKING:
-    from .config import AgentSpec, Permission
+    from .config import AgentSpec
     from .protocol.jsonrpc import JsonValue
     from .providers.factory import Asker, ManagedProvider
 
@@ -78,15 +89,11 @@ __all__ = (
 )
 
 STOP_GRACE: Final = 10.0
-"""Seconds a cancelled (or timed out) child has to end its turn before it is stopped outright
-(the same grace as ``subagents run``)."""
+"""Seconds a cancelled (or timed out) child has, by default, to end its turn before it is
+stopped outright (the same grace as ``subagents run``)."""
 
-_T = TypeVar("_T")
-_UNCLOSED: Final = (
-    "subagents.delegate() was left without aclose() while its run was live (a `break` out of "
-    "`async for`?): the garbage collector closes it in another task, which cannot end the "
-    "provider's task group. Stop early with `async with delegate(...) as events:`"
-)
+PERMISSIONS: Final[tuple[Permission, ...]] = get_args(Permission)
+"""The values ``permission`` takes."""
 
 
 class UnknownAgent(ConfigError, LookupError):
@@ -127,6 +134,11 @@ DelegationEvent: TypeAlias = ProgressEvent | DelegationOutcome
 PathArg: TypeAlias = "str | os.PathLike[str]"
 
 
+def _seconds(name: str, value: float | None, meaning: str) -> None:
+    if value is not None and (math.isnan(value) or value < 0):
+        raise ValueError(f"{name}: expected seconds >= 0 ({meaning}), not {value!r}")
+
+
 def delegate(
     agent: str | SubagentProvider,
     prompt: str,
@@ -134,34 +146,41 @@ def delegate(
     config: PathArg | Sequence[PathArg] | None = None,
     cwd: PathArg | None = None,
     timeout: float | None = None,
+    stop_grace: float | None = None,
     permission: Permission | None = None,
     ask: Asker | None = None,
     model: str | None = None,
     cancel: CancelSignal | None = None,
 ) -> Delegation:
     """Delegate ``prompt`` to ``agent`` and stream the run: its progress events, then one
-    :class:`DelegationOutcome` (see the module docstring); iterate the :class:`Delegation`,
-    or enter it first to be free to stop early.
+    :class:`DelegationOutcome` (see the module docstring); iterate the :class:`Delegation`
+    (leaving the loop early, however, disposes of the run).
 
     ``agent``: a registry name (the built-ins, the default ``subagents.toml`` files, then the
     ``config`` files), or a provider (open: the caller owns it). For a registry name only:
     ``cwd`` (the agent's working directory), ``permission`` (``allow``, ``deny``, or ``ask``,
     which awaits ``ask(question)``; without ``ask`` requests are denied; default: the
     entry's), ``model``. ``timeout``: seconds, ``0`` for no limit (default: the entry's
-    ``timeout``, none for a provider). ``cancel``: a signal of the caller's that cancels the
-    turn when fired.
+    ``timeout``, none for a provider). ``stop_grace``: seconds a cancelled or timed-out turn
+    has to end before the child is stopped outright (default :data:`STOP_GRACE`; ``0``: at
+    once). ``cancel``: a signal of the caller's that cancels the turn when fired.
 
     The registry is read and the agent looked up here, before anything runs: an unknown name
     raises :class:`UnknownAgent` (``did you mean``), a bad registry file or entry
     :class:`~subagents.config.ConfigError`, an unknown provider kind
     :class:`~subagents.providers.factory.UnknownProviderKind`, bad arguments ``ValueError``
-    or ``TypeError``. A start that fails raises
+    (an empty prompt, a negative or NaN ``timeout`` or ``stop_grace``, a ``permission``
+    other than ``ask``, ``allow``, ``deny``) or ``TypeError``. A start that fails raises
     :class:`~subagents.providers.contract.SubagentError` from the iteration.
     """
     if not prompt.strip():
         raise ValueError("the prompt is empty")
-    if timeout is not None and (math.isnan(timeout) or timeout < 0):
-        raise ValueError(f"timeout: expected seconds >= 0 (0: no limit), not {timeout!r}")
+    _seconds("timeout", timeout, "0: no limit")
+    _seconds("stop_grace", stop_grace, "0: stop at once")
+    if permission is not None and permission not in PERMISSIONS:
+        allowed = ", ".join(repr(value) for value in PERMISSIONS)
+        raise ValueError(f"permission: expected one of {allowed}, not {permission!r}")
+    grace = STOP_GRACE if stop_grace is None else stop_grace
     if not isinstance(agent, str):
         given = [
             name
@@ -179,7 +198,7 @@ def delegate(
                 f"{', '.join(given)}: only for a registry name; a provider instance is "
                 "configured when it is made"
             )
-        return Delegation(_stream(agent, None, None, prompt, timeout or None, cancel))
+        return Delegation(_Host(agent, None, agent.name, prompt, timeout or None, grace, cancel))
     spec = _lookup(agent, config)
     if cwd is not None:
         directory = Path(cwd).expanduser()
@@ -191,33 +210,49 @@ def delegate(
 
     provider = build_provider(spec, BuildContext(ask=ask))
     limit = timeout if timeout is not None else spec.timeout
-    return Delegation(_stream(provider, provider, spec, prompt, limit or None, cancel))
+    return Delegation(_Host(provider, provider, spec.name, prompt, limit or None, grace, cancel))
 
 
 @final
 class Delegation(AsyncIterator[DelegationEvent]):
     """One delegation's events (what :func:`delegate` returns). ``async for`` reads them;
-    ``async with`` around the loop makes stopping early (``break``, an exception) dispose of
-    the run and reap the child, in the consumer's own task, when the block ends."""
+    leaving the loop early in any way disposes of the run (in the background once the object
+    is dropped). :meth:`aclose`, or ``async with`` around the loop, waits for that clean-up
+    (the child reaped) where you stop."""
 
-    def __init__(self, events: AsyncGenerator[DelegationEvent, None]) -> None:
-        self._events = events
+    def __init__(self, host: _Host) -> None:
+        self._host = host
+        self._finalizer: weakref.finalize[[], Delegation] | None = None
 
     def __aiter__(self) -> Delegation:
         return self
 
     async def __anext__(self) -> DelegationEvent:
-        return await self._events.__anext__()
+        host = self._host
+        if not host.spawned:
+            host.spawn()
+            # Dropped without aclose() (a `break`...): the host is cancelled in the loop.
+            finalizer = self._finalizer = weakref.finalize(self, host.abandon_soon)
+            finalizer.atexit = False
+        try:
+            return await host.next()
+        except Exception:  # the end, or the delegation's own failure: the host is done
+            raise
+        except BaseException:  # cancelled while waiting (or interrupted): clean up first
+            with anyio.CancelScope(shield=True):
+                await host.close()
+            raise
 
     async def aclose(self) -> None:
         """Stop: the run is disposed and its child reaped before this returns."""
-        await self._events.aclose()
+        with anyio.CancelScope(shield=True):
+            await self._host.close()
 
     async def __aenter__(self) -> Delegation:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        await self._events.aclose()
+        await self.aclose()
 
 
 def _lookup(name: str, config: PathArg | Sequence[PathArg] | None) -> AgentSpec:
@@ -241,126 +276,264 @@ def _lookup(name: str, config: PathArg | Sequence[PathArg] | None) -> AgentSpec:
     return spec
 
 
+_ClosedOrBroken = (anyio.BrokenResourceError, anyio.ClosedResourceError)
+
+_hosts: set[object] = set()
+"""The asyncio tasks of live hosts (the loop keeps only weak references to its tasks)."""
+
+
 @final
-class _Clock:
-    """The delegation's deadlines, watched while it waits on the child (start, the next
-    event, the outcome), never while the consumer runs: nothing of it outlives a wait, so no
-    task or cancel scope of it is held across a ``yield``.
+class _Host:
+    """One delegation, run in a task of its own (see the module docstring): the provider
+    (entered and closed here when ``owned``), the run, the deadlines; it hands the events to
+    the consumer through a memory stream without a buffer (it waits until each is taken).
 
-    Once ``timeout`` runs out it fires the run's signal (the turn is cancelled, politely);
-    once the signal has fired (that way or the caller's), a child still running
-    :data:`STOP_GRACE` seconds later is stopped: the wait is cut short and ``stopped`` says
-    why."""
+    Its owner is the event loop: an asyncio task, or a trio system task; both are cancelled
+    and awaited when the loop's main task ends. It never raises (a trio system task must
+    not): a failure is kept and raised by the consumer's next :meth:`next`."""
 
-    def __init__(self, signal: CancelSignal, timeout: float | None, armed: bool) -> None:
-        self.signal = signal
-        self.timeout = timeout
-        self.deadline = anyio.current_time() + timeout if timeout else math.inf
-        self.armed = armed
-        self.fired_at: float | None = None
-        self.timed_out = False
-        self.stopped: str | None = None
+    def __init__(
+        self,
+        provider: SubagentProvider,
+        owned: ManagedProvider | None,
+        agent: str,
+        prompt: str,
+        timeout: float | None,
+        stop_grace: float,
+        cancel: CancelSignal | None,
+    ) -> None:
+        self._provider = provider
+        self._owned = owned
+        self._agent = agent
+        self._prompt = prompt
+        self._timeout = timeout
+        self._grace = stop_grace
+        self._cancel = cancel
+        self.spawned = False
+        self._abandoned = False
+        self._scope: anyio.CancelScope | None = None
+        self._send: MemoryObjectSendStream[DelegationEvent] | None = None
+        self._receive: MemoryObjectReceiveStream[DelegationEvent] | None = None
+        self._finished: anyio.Event | None = None
+        self._failure: Exception | None = None
+        self._call_soon: Callable[[Callable[[], None]], object] | None = None
+        self._timed_out = False
+        self._stopped: str | None = None
+        self._child: SubagentRun | None = None
 
-    async def wait(self, step: Callable[[], Awaitable[_T]]) -> _T | None:
-        """``await step()``, or ``None`` once the child is stopped. An exception of
-        ``step`` propagates as it is (not in an exception group)."""
-        if self.stopped is not None:
-            return None
-        if not self.armed:
-            return await step()
+    # -- the consumer's side
+
+    def spawn(self) -> None:
+        """Start the host task, owned by the running event loop."""
+        self.spawned = True
+        self._send, self._receive = anyio.create_memory_object_stream[DelegationEvent](0)
+        self._finished = anyio.Event()
+        trio = sys.modules.get("trio")
+        if trio is not None and trio.lowlevel.in_trio_task():
+            self._call_soon = trio.lowlevel.current_trio_token().run_sync_soon
+            trio.lowlevel.spawn_system_task(
+                self._main,
+                name=f"subagents.delegate {self._agent}",
+                context=contextvars.copy_context(),
+            )
+            return
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        self._call_soon = loop.call_soon_threadsafe
+        task = loop.create_task(self._main(), name=f"subagents.delegate {self._agent}")
+        _hosts.add(task)
+        task.add_done_callback(_hosts.discard)
+
+    async def next(self) -> DelegationEvent:
+        """The next event; ``StopAsyncIteration`` at the end, or the delegation's failure."""
+        receive, finished = self._receive, self._finished
+        assert receive is not None
+        assert finished is not None
+        try:
+            return await receive.receive()
+        except anyio.EndOfStream:
+            pass
+        except anyio.ClosedResourceError:  # closed: aclose(), or an earlier end
+            raise StopAsyncIteration from None
+        await finished.wait()
+        receive.close()
+        failure, self._failure = self._failure, None
+        if failure is not None:
+            raise failure  # raised here, not in the except clause: no EndOfStream context
+        raise StopAsyncIteration
+
+    def abandon(self) -> None:
+        """The consumer is gone, or stops: cancel the host (the run is disposed, the child
+        reaped, the provider closed, all in the host's own task)."""
+        self._abandoned = True
+        if self._scope is not None:
+            self._scope.cancel()
+        if self._receive is not None:
+            self._receive.close()
+
+    def abandon_soon(self) -> None:
+        """:meth:`abandon`, from a finalizer: in the event loop, from whatever thread and at
+        whatever point the garbage collector runs it."""
+        if self._call_soon is None:
+            return
+        try:
+            self._call_soon(self.abandon)
+        except RuntimeError:  # the loop is closed: it cancelled and awaited the host
+            if self._receive is not None:
+                self._receive.close()
+
+    async def close(self) -> None:
+        """Stop, and wait until the host is done."""
+        self.abandon()
+        if self._finished is not None:
+            await self._finished.wait()
+
+    # -- the host's side
+
+    async def _main(self) -> None:
+        send, finished = self._send, self._finished
+        assert send is not None
+        assert finished is not None
+        try:
+            with anyio.CancelScope() as scope:
+                self._scope = scope
+                if self._abandoned:
+                    scope.cancel()
+                try:
+                    outcome = await self._delegate(send)
+                    if outcome is not None:
+                        await send.send(outcome)
+                except _ClosedOrBroken:  # the consumer let go
+                    pass
+                except Exception as exc:
+                    self._failure = exc
+        finally:
+            send.close()
+            finished.set()  # the last thing the task does: a waiter sees it gone
+
+    async def _delegate(
+        self, send: MemoryObjectSendStream[DelegationEvent]
+    ) -> DelegationOutcome | None:
+        """The run; its outcome, or ``None`` when the consumer let go first."""
+        started = anyio.current_time()
+        deadline = started + self._timeout if self._timeout else math.inf
+        provider = self._provider
+        signal = self._cancel.child() if self._cancel is not None else CancelSignal()
+        outcome: SubagentOutcome | None = None
         failure: Exception | None = None
-        value: _T | None = None
-        async with anyio.create_task_group() as watchers:
-            watchers.start_soon(self._watch, watchers.cancel_scope)
-            try:
-                value = await step()
-            except Exception as exc:
-                failure = exc
-            watchers.cancel_scope.cancel()
+        streamed = StreamedText()
+        gone = False
+        async with AsyncExitStack() as stack:
+            # Exceptions are kept for after the provider's block: its task group would wrap
+            # them (a failed start, say) in an exception group.
+            if self._owned is not None:
+                await stack.enter_async_context(self._owned)
+            request = SubagentRequest(
+                self._prompt,
+                description=f"subagents.delegate {provider.name}",
+                parent_session=_parent_session(provider),
+            )
+            async with anyio.create_task_group() as watchers:
+                with anyio.CancelScope() as hard:
+                    watchers.start_soon(self._watch, signal, deadline, hard)
+                    try:
+                        outcome = await self._run(provider, request, signal, send, streamed)
+                    except SubagentError as exc:
+                        if exc.code is SubagentErrorCode.CANCELLED:
+                            outcome = SubagentOutcome.cancelled("", signal.reason or "cancelled")
+                        else:
+                            failure = exc
+                    except _ClosedOrBroken:  # the consumer let go
+                        gone = True
+                    except Exception as exc:
+                        failure = exc
+                watchers.cancel_scope.cancel()
+            if gone:
+                return None
+            if failure is None and outcome is None:  # stopped outright
+                run = self._child
+                child_id = run.id if run is not None else ""
+                outcome = await stopped_outcome(
+                    run, child_id, self._stopped or "stopped", streamed.text
+                )
         if failure is not None:
             raise failure
-        return value
+        assert outcome is not None
+        return DelegationOutcome(
+            self._agent, outcome, anyio.current_time() - started, timed_out=self._timed_out
+        )
 
-    async def _watch(self, wait: anyio.CancelScope) -> None:
-        signal = self.signal
+    async def _run(
+        self,
+        provider: SubagentProvider,
+        request: SubagentRequest,
+        signal: CancelSignal,
+        send: MemoryObjectSendStream[DelegationEvent],
+        streamed: StreamedText,
+    ) -> SubagentOutcome:
+        """Start the run, hand its events over, and return its outcome."""
+        run = self._child = await provider.start(request, cancel=signal)
+        async with run:
+            events = run.progress()
+            if events is not None:
+                async for event in events:
+                    streamed.add(event)
+                    await send.send(event)
+            return await run.result()
+
+    async def _watch(self, signal: CancelSignal, deadline: float, hard: anyio.CancelScope) -> None:
+        """Fire ``signal`` when the deadline passes; stop the child outright (cancel
+        ``hard``) once the signal has fired (that way or the caller's) and the grace is over."""
         if not signal.cancelled:
-            with anyio.CancelScope(deadline=self.deadline):
+            with anyio.CancelScope(deadline=deadline):
                 await signal.wait()
             if not signal.cancelled:
                 from .commands._run_console import format_seconds
 
-                self.timed_out = True
-                signal.cancel(f"timed out after {format_seconds(self.timeout or 0)} s")
-        if self.fired_at is None:
-            self.fired_at = anyio.current_time()
-        await anyio.sleep_until(self.fired_at + STOP_GRACE)
-        self.stopped = f"{signal.reason}; the agent did not stop in time and was stopped"
-        wait.cancel()
+                self._timed_out = True
+                signal.cancel(f"timed out after {format_seconds(self._timeout or 0)} s")
+        await anyio.sleep(self._grace)
+        self._stopped = f"{signal.reason}; the agent did not stop in time and was stopped"
+        hard.cancel()
 
 
-async def _stream(
-    provider: SubagentProvider,
-    owned: ManagedProvider | None,
-    spec: AgentSpec | None,
-    prompt: str,
-    timeout: float | None,
-    cancel: CancelSignal | None,
-) -> AsyncGenerator[DelegationEvent, None]:
-    """The run, as events: ``provider`` is entered (and closed) here when ``owned``."""
-    started = anyio.current_time()
-    host = anyio.get_current_task().id
-    signal = cancel.child() if cancel is not None else CancelSignal()
-    clock = _Clock(signal, timeout, armed=timeout is not None or cancel is not None)
-    outcome: SubagentOutcome | None = None
-    failure: SubagentError | None = None
-    child_id = ""
-    closing = False
-    async with AsyncExitStack() as stack:
-        # Exceptions are kept for after the provider's block: its task group would wrap
-        # them (a failed start, or the GeneratorExit of ``aclose()``) in an exception group.
-        if owned is not None:
-            await stack.enter_async_context(owned)
-        request = SubagentRequest(
-            prompt,
-            description=f"subagents.delegate {provider.name}",
-            parent_session=_parent_session(provider),
-        )
-        run: SubagentRun | None = None
-        try:
-            run = await clock.wait(lambda: provider.start(request, cancel=signal))
-        except SubagentError as exc:
-            if exc.code is SubagentErrorCode.CANCELLED:
-                outcome = SubagentOutcome.cancelled("", signal.reason or "cancelled")
-            else:
-                failure = exc
-        if run is not None:
-            async with run:
-                child_id = run.id
-                events = run.progress()
-                if events is not None:
-                    feed = events
-                    while (event := await clock.wait(lambda: anext(feed, None))) is not None:
-                        try:
-                            yield event
-                        except GeneratorExit:  # aclose(): dispose of the run, then close
-                            closing = True
-                            if anyio.get_current_task().id != host:
-                                warnings.warn(_UNCLOSED, ResourceWarning, stacklevel=1)
-                            break
-                if not closing:
-                    outcome = await clock.wait(run.result)
-    if failure is not None:
-        raise failure
-    if closing:
-        return
-    if outcome is None:  # stopped outright
-        outcome = SubagentOutcome.cancelled(child_id, clock.stopped or "stopped")
-    yield DelegationOutcome(
-        spec.name if spec is not None else provider.name,
-        outcome,
-        anyio.current_time() - started,
-        timed_out=clock.timed_out,
-    )
+@final
+class StreamedText:
+    """The text a run streamed, kept (bounded) for when it is stopped outright (also used by
+    ``subagents run``)."""
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+        self._size = 0
+
+    def add(self, event: ProgressEvent) -> None:
+        if event.kind == "text" and self._size <= PARTIAL_OUTPUT_LIMIT:
+            self._parts.append(event.text)
+            self._size += len(event.text)
+
+    @property
+    def text(self) -> str:
+        return "".join(self._parts)
+
+
+async def stopped_outcome(
+    run: SubagentRun | None, child_id: str, reason: str, streamed: str = ""
+) -> SubagentOutcome:
+    """The outcome of a run stopped outright (its turn never ended): ``cancelled`` with
+    ``reason``, keeping the text the child streamed: the run's own partial output once its
+    disposal settled it (every provider of the package keeps it), else ``streamed`` (what the
+    consumer saw)."""
+    if run is not None:
+        settled: SubagentOutcome | None = None
+        with anyio.move_on_after(1.0, shield=True):  # disposed: settled already, or soon
+            settled = await run.result()
+        if settled is not None:
+            if settled.status == "completed":
+                return settled
+            if settled.partial_output is not None:
+                return replace(settled, status="cancelled", message=reason, failure_kind=None)
+    return SubagentOutcome.cancelled(child_id, reason, partial=streamed)
 
 
 def _parent_session(provider: SubagentProvider) -> str | None:

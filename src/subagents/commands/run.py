@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import signal
 import sys
 from dataclasses import dataclass, replace
@@ -61,6 +62,7 @@ from ..providers.contract import (
     SubagentErrorCode,
     SubagentOutcome,
     SubagentRequest,
+    SubagentRun,
 )
 from ._common import (
     DEBUG_HINT,
@@ -326,6 +328,8 @@ class _Stops:
         self.hard_reason = ""
         self.first_event = anyio.Event()
         """Set by the agent's first event (or the end of the run)."""
+        self.started = False
+        """Whether the agent answered its handshake (``initialize``): the run was started."""
         self.not_ready: NotReady | None = None
         """Why the agent cannot reach its model, when that ended the run."""
 
@@ -369,11 +373,31 @@ async def _first_event_deadline(
         return
     if not cancel.cancelled:
         stops.timed_out = True
-        cancel.cancel(
-            f"{spec.name} sent nothing within {format_seconds(seconds)} s of the start; "
-            f"check that it can reach its model (`subagents agents --probe {spec.name}`), or "
-            "wait longer with --first-event-timeout"
+        cancel.cancel(_first_event_reason(spec, seconds, started=stops.started))
+
+
+def _first_event_reason(spec: AgentSpec, seconds: float, *, started: bool) -> str:
+    """Why a run got no first event, by how far the agent got: an agent that never answered
+    ``initialize`` never started speaking its protocol (a wrong command, one waiting for input
+    or a login); one that did but sent nothing on the prompt waits on its model."""
+    said = f"{spec.name} sent nothing within {format_seconds(seconds)} s of the start"
+    wait = "or wait longer with --first-event-timeout"
+    if started:
+        return (
+            f"{said}: it answered `initialize` but nothing came on the prompt; check that it "
+            f"can reach its model (`subagents agents --probe {spec.name}`), {wait}"
         )
+    protocol = "ACP" if spec.provider == "acp" else f"the {spec.provider} protocol"
+    if spec.agent_urls:
+        check = f"check that the server at {spec.agent_urls[0]} serves an ACP agent"
+    elif spec.command:
+        check = f"run `{shlex.join(spec.command)}` by hand and read its stderr"
+    else:
+        check = "rerun with --debug"
+    return (
+        f"{said}: it never answered `initialize`, so it did not start speaking {protocol} "
+        f"(a wrong command? waiting for input or a login?); {check}, {wait}"
+    )
 
 
 async def _not_ready(spec: AgentSpec) -> NotReady | None:
@@ -516,6 +540,7 @@ async def _delegate(
     stops: _Stops,
     debug: bool,
 ) -> int:
+    from .._delegate import StreamedText, stopped_outcome
     from ..providers.fork import ForkProvider
     from ..providers.progress import ProgressFeed
 
@@ -523,7 +548,9 @@ async def _delegate(
     started = anyio.current_time()
     outcome: SubagentOutcome | None = None
     child_id = ""
+    child: SubagentRun | None = None
     streamed = False
+    text = StreamedText()
     async with provider:
         with stops.hard:
             parent: str | None = None
@@ -534,6 +561,7 @@ async def _delegate(
             )
             try:
                 child = await provider.start(request, cancel=cancel)
+                stops.started = True
             except SubagentError as exc:
                 if exc.code is not SubagentErrorCode.CANCELLED:
                     cause = exc.__cause__
@@ -558,11 +586,12 @@ async def _delegate(
                     if events is not None:
                         async for event in events:
                             streamed = streamed or (event.kind == "text" and bool(event.text))
+                            text.add(event)
                             console.progress(event)
                             _first_event(spec, event, cancel, stops)
                     outcome = await child.result()
-    if outcome is None:  # stopped outright
-        outcome = SubagentOutcome.cancelled(child_id, stops.hard_reason or "stopped")
+    if outcome is None:  # stopped outright: what it streamed survives
+        outcome = await stopped_outcome(child, child_id, stops.hard_reason or "stopped", text.text)
     elif outcome.status == "completed" and not streamed and outcome.output is not None:
         # Nothing came live: show the result itself.
         console.progress_text(outcome.output)

@@ -1,0 +1,179 @@
+"""``subagents.delegate``, the last mile (issue 35, part B): what most users write just works.
+
+A bare ``break`` (or ``return``, or an exception) out of ``async for event in delegate(...)``
+ends clean on asyncio and trio; ``permission`` is checked; ``stop_grace`` bounds how long a
+stuck child costs; what a child streamed survives a hard stop (in ``delegate`` and in
+``subagents run``).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import anyio
+import pytest
+
+import subagents
+from subagents import DelegationEvent, DelegationOutcome
+from subagents.commands.run import RunOptions, run_async
+from subagents.config import load_agents
+
+STUBBORN = [sys.executable, str(Path(__file__).parent / "commands" / "stubborn_agent.py")]
+
+# A script that stops iterating a registry delegation early, without `async with` or
+# `aclose()`, then lets the event loop end; it prints the processes left below it.
+_EARLY_EXIT = textwrap.dedent(
+    """\
+    import json, sys
+
+    import subagents
+    import subagents._delegate, subagents.providers.acp, subagents.providers.factory
+    from subagents.testing.leaks import descendants
+
+    backend, how = sys.argv[1], sys.argv[2]
+
+
+    class Stop(Exception):
+        pass
+
+
+    async def consume() -> None:
+        async for event in subagents.delegate("reference", "slow 600"):
+            assert event.kind == "text"
+            assert descendants(), "the agent process runs"
+            if how == "break":
+                break
+            if how == "return":
+                return
+            raise Stop("from the loop body")
+
+
+    async def main() -> None:
+        try:
+            await consume()
+        except Stop:
+            pass
+
+
+    if backend == "asyncio":
+        import asyncio
+
+        asyncio.run(main())
+    else:
+        import trio
+
+        trio.run(main)
+    print(json.dumps(sorted(descendants())))
+    """
+)
+
+
+@pytest.mark.parametrize("how", ["break", "return", "raise"])
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_leaving_the_loop_early_without_async_with_ends_clean(backend: str, how: str) -> None:
+    """Issue 35 (B1): a bare ``break``, a ``return`` from inside the loop, or an exception
+    raised in the loop body, out of ``async for event in subagents.delegate("reference",
+    ...)`` with no ``async with``: the program ends with nothing on stderr (no traceback, no
+    warning, under ``-X dev -W error::ResourceWarning``) and no child process survives the
+    event loop."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "dev",
+            "-W",
+            "error::ResourceWarning",
+            "-c",
+            _EARLY_EXIT,
+            backend,
+            how,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert json.loads(done.stdout) == []
+
+
+def test_an_unknown_permission_raises_value_error_naming_the_allowed_values() -> None:
+    """Issue 35 (B2): ``delegate(permission="maybe")`` raises ``ValueError`` naming the
+    allowed values (it was accepted, and acted as deny)."""
+    with pytest.raises(ValueError, match=r"permission: .*'ask'.*'allow'.*'deny'.*'maybe'"):
+        subagents.delegate("reference", "hello", permission="maybe")  # pyright: ignore[reportArgumentType]
+
+
+@pytest.mark.parametrize("grace", [-1.0, float("nan")])
+def test_a_bad_stop_grace_raises_value_error(grace: float) -> None:
+    """Issue 35 (B3): ``stop_grace`` is seconds >= 0; a negative or NaN one is refused."""
+    with pytest.raises(ValueError, match="stop_grace"):
+        subagents.delegate("reference", "hello", stop_grace=grace)
+
+
+def _stubborn_config(tmp_path: Path) -> Path:
+    """A registry file with ``stubborn``: an ACP agent that streams ticks and ignores
+    ``session/cancel``."""
+    path = tmp_path / "stubborn.toml"
+    path.write_text(
+        f'[agents.stubborn]\nprovider = "acp"\ncommand = {json.dumps(STUBBORN)}\n',
+        encoding="utf-8",
+    )
+    return path
+
+
+@pytest.mark.anyio
+async def test_a_stuck_child_is_stopped_after_stop_grace_and_keeps_what_it_streamed(
+    tmp_path: Path,
+) -> None:
+    """Issue 35 (B3, B4): a child that ignores the cancel is stopped ``stop_grace`` seconds
+    after the timeout (not the default 10), and its outcome keeps the text it streamed
+    (``output`` and ``partial_output``), however it was stopped."""
+    events: list[DelegationEvent] = []
+    with anyio.fail_after(8):  # well under timeout + the default grace of 10 s
+        async for event in subagents.delegate(
+            "stubborn", "go", config=_stubborn_config(tmp_path), timeout=0.5, stop_grace=0.5
+        ):
+            events.append(event)
+    last = events[-1]
+    assert isinstance(last, DelegationOutcome)
+    assert (last.status, last.timed_out) == ("cancelled", True)
+    assert last.outcome.message == (
+        "timed out after 0.5 s; the agent did not stop in time and was stopped"
+    )
+    assert isinstance(last.output, str)
+    assert last.output.startswith("tick 1 tick 2 ")
+    assert last.outcome.partial_output == last.output
+
+
+@pytest.mark.anyio
+async def test_subagents_run_keeps_what_a_stopped_child_streamed(tmp_path: Path) -> None:
+    """Issue 35 (B4): ``subagents run --timeout`` on a child that ignores the cancel: the
+    child is stopped after ``--stop-grace`` and the outcome's ``output`` is the text it
+    streamed (it was ``null``)."""
+    spec = load_agents([_stubborn_config(tmp_path)])["stubborn"]
+    options = RunOptions(
+        spec=spec,
+        prompt="go",
+        policy="deny",
+        why="test",
+        interactive=False,
+        json_mode=True,
+        timeout=0.5,
+        stop_grace=0.5,
+    )
+    out, err = io.StringIO(), io.StringIO()
+    with anyio.fail_after(20):
+        status = await run_async(options, out, err)
+    assert status == 124
+    outcome = [json.loads(line) for line in out.getvalue().splitlines()][-1]
+    assert outcome["event"] == "outcome"
+    assert outcome["status"] == "cancelled"
+    assert "was stopped" in outcome["message"]
+    assert isinstance(outcome["output"], str)
+    assert outcome["output"].startswith("tick 1 tick 2 ")

@@ -8,10 +8,12 @@ Each test's docstring names the requirement it checks.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
+from typing import NoReturn
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from subagents.harness.llm.offline import OfflineModel
@@ -27,8 +29,12 @@ from subagents.harness.tools import ToolResult, ToolSpec
 from subagents.protocol.jsonrpc import JsonValue
 from subagents.providers import (
     CancelSignal,
+    Continuation,
     LifecycleEvent,
+    SubagentCapabilities,
     SubagentEnded,
+    SubagentError,
+    SubagentErrorCode,
     SubagentRequest,
     SubagentRun,
     SubagentService,
@@ -243,3 +249,79 @@ async def test_a_real_cancellation_of_the_callers_scope_still_cancels(
     with anyio.fail_after(5):
         outcome = await runs[0].result()
     assert outcome.status == "cancelled"
+
+
+class BuggyContinuableProvider:
+    """A continuable provider whose every way in has a bug (a plain ``RuntimeError``), or
+    waits forever when :attr:`hang` is set."""
+
+    name = "buggy"
+    capabilities = SubagentCapabilities()
+
+    def __init__(self, *, hang: bool = False) -> None:
+        self.hang = hang
+
+    async def _fail(self, what: str) -> NoReturn:
+        if self.hang:
+            await anyio.sleep_forever()
+        raise RuntimeError(f"bug in {what}")
+
+    async def start(self, request: SubagentRequest, *, cancel: CancelSignal) -> SubagentRun:
+        await self._fail("start")
+
+    async def prepare_continuable(
+        self, request: SubagentRequest, *, cancel: CancelSignal
+    ) -> Continuation:
+        await self._fail("prepare_continuable")
+
+    async def resume_continuable(
+        self, remote_id: str, *, cancel: CancelSignal, child_id: str | None = None
+    ) -> Continuation:
+        await self._fail("resume_continuable")
+
+
+WAYS_IN: dict[str, Callable[[SubagentService], Coroutine[object, object, object]]] = {
+    "start": lambda service: service.start("buggy", SubagentRequest("hi")),
+    "start_continuable": lambda service: service.start_continuable("buggy", SubagentRequest("hi")),
+    "resume_continuable": lambda service: service.resume_continuable(
+        "buggy", "remote-1", child_id="buggy:000000000001"
+    ),
+}
+
+
+@pytest.mark.parametrize("way", list(WAYS_IN))
+async def test_every_way_into_the_service_wraps_a_providers_bug_alike(way: str) -> None:
+    """Issue 35, part A, point 4: a provider's plain RuntimeError, through ``start``,
+    ``start_continuable`` or ``resume_continuable``, is a ``SubagentError(START_FAILED)``
+    naming the provider and the exception (its type and text), the exception its cause; no
+    lifecycle event."""
+    service = SubagentService()
+    service.register(BuggyContinuableProvider())
+    events: list[LifecycleEvent] = []
+    service.subscribe(events.append)
+    with pytest.raises(SubagentError) as info:
+        await WAYS_IN[way](service)
+    assert info.value.code is SubagentErrorCode.START_FAILED
+    assert "'buggy'" in info.value.message
+    assert "RuntimeError" in info.value.message
+    assert "bug in " in info.value.message
+    assert isinstance(info.value.__cause__, RuntimeError)
+    assert events == []
+
+
+@pytest.mark.parametrize("way", list(WAYS_IN))
+async def test_every_way_into_the_service_lets_the_callers_cancellation_through(
+    way: str,
+) -> None:
+    """Issue 35, part A, point 4: the caller's cancellation of a start (its scope cancelled
+    while the provider works) is no provider bug: it passes through every way in unwrapped,
+    and the caller's scope catches it."""
+    service = SubagentService()
+    service.register(BuggyContinuableProvider(hang=True))
+    with anyio.fail_after(5):
+        with anyio.CancelScope() as scope:
+            async with anyio.create_task_group() as group:
+                group.start_soon(WAYS_IN[way], service)
+                await anyio.lowlevel.checkpoint()
+                scope.cancel()
+    assert scope.cancelled_caught

@@ -15,10 +15,10 @@ child is ``remote_id``), and continuable children go through the same gate
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from types import TracebackType
-from typing import TypeAlias, cast, final
+from typing import TypeAlias, TypeVar, cast, final
 
 import anyio
 
@@ -44,6 +44,7 @@ logger = logging.getLogger("subagents.providers")
 
 LifecycleEvent: TypeAlias = SubagentStarted | SubagentEnded
 LifecycleListener: TypeAlias = Callable[[LifecycleEvent], None]
+_T = TypeVar("_T")
 
 
 @final
@@ -158,18 +159,7 @@ class SubagentService:
         provider, signal = self._gate(name, request, cancel)
         child_id = self._mint(name)
         request = replace(request, child_id=child_id)
-        try:
-            run = await provider.start(request, cancel=signal)
-        except SubagentError:
-            raise
-        except anyio.get_cancelled_exc_class():
-            raise
-        except Exception as exc:
-            raise SubagentError(
-                SubagentErrorCode.START_FAILED,
-                f"provider {name!r} failed to start: {type(exc).__name__}: {exc}",
-                provider=name,
-            ) from exc
+        run = await _wrapping_bugs(name, "start", provider.start(request, cancel=signal))
         tracked = _TrackedRun(run, name, child_id, self._emit)
         self._emit(SubagentStarted(child_id, name, request, tracked.remote_id))
         return tracked
@@ -179,12 +169,15 @@ class SubagentService:
     ) -> Continuation:
         """Start a continuable child on provider ``name`` (its first turn is ``request``),
         through the same gate as :meth:`start`; the same lifecycle pair: started once it is
-        open, ended when it is disposed (with its last turn's outcome)."""
+        open, ended when it is disposed (with its last turn's outcome). A provider's bug (an
+        exception that is no ``SubagentError``) raises ``START_FAILED``, as in :meth:`start`."""
         provider, signal = self._gate(name, request, cancel)
         continuable = self._continuable(provider)
         child_id = self._mint(name)
         request = replace(request, child_id=child_id)
-        continuation = await continuable.prepare_continuable(request, cancel=signal)
+        continuation = await _wrapping_bugs(
+            name, "start", continuable.prepare_continuable(request, cancel=signal)
+        )
         return self._publish_continuation(continuation, name, child_id, request)
 
     async def resume_continuable(
@@ -196,12 +189,15 @@ class SubagentService:
         cancel: CancelSignal | None = None,
     ) -> Continuation:
         """Cold-resume the continuable child ``child_id`` (its remote id ``remote_id``) on
-        provider ``name``; it keeps ``child_id`` and has a lifecycle pair of its own."""
+        provider ``name``; it keeps ``child_id`` and has a lifecycle pair of its own. A
+        provider's bug raises ``START_FAILED``, as in :meth:`start`."""
         signal = cancel if cancel is not None else CancelSignal()
         continuable = self._continuable(self.provider(name))
         self._issued.add(child_id)
-        continuation = await continuable.resume_continuable(
-            remote_id, cancel=signal, child_id=child_id
+        continuation = await _wrapping_bugs(
+            name,
+            "resume",
+            continuable.resume_continuable(remote_id, cancel=signal, child_id=child_id),
         )
         request = SubagentRequest("", description="cold resume", child_id=child_id)
         return self._publish_continuation(continuation, name, child_id, request)
@@ -222,6 +218,25 @@ class SubagentService:
         tracked = _TrackedContinuation(continuation, name, child_id, self._emit)
         self._emit(SubagentStarted(child_id, name, request, tracked.remote_id))
         return tracked
+
+
+async def _wrapping_bugs(name: str, what: str, call: Awaitable[_T]) -> _T:
+    """Await provider ``name``'s ``call`` (its way to ``what`` a child): what every way into
+    the service does alike. A ``SubagentError`` and the caller's cancellation pass through;
+    any other exception is the provider's bug, raised as ``SubagentError(START_FAILED)``
+    naming the provider and the exception (kept as the cause)."""
+    try:
+        return await call
+    except SubagentError:
+        raise
+    except anyio.get_cancelled_exc_class():
+        raise
+    except Exception as exc:
+        raise SubagentError(
+            SubagentErrorCode.START_FAILED,
+            f"provider {name!r} failed to {what}: {type(exc).__name__}: {exc}",
+            provider=name,
+        ) from exc
 
 
 def _remote_id_of(child: object, child_id: str) -> str | None:

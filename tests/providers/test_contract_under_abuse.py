@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine, Mapping
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, cast
 
 import anyio
 import anyio.lowlevel
@@ -29,19 +30,23 @@ from subagents.harness.tools import ToolResult, ToolSpec
 from subagents.protocol.jsonrpc import JsonValue
 from subagents.providers import (
     CancelSignal,
+    ContinuableProvider,
     Continuation,
     LifecycleEvent,
     SubagentCapabilities,
     SubagentEnded,
     SubagentError,
     SubagentErrorCode,
+    SubagentProvider,
     SubagentRequest,
     SubagentRun,
     SubagentService,
     SubagentStarted,
 )
 from subagents.providers._in_process import InProcessProvider
+from subagents.providers.contract import START_TIME_FEATURES
 from subagents.providers.fork import ForkProvider
+from subagents.providers.scripted import ScriptedProvider
 from subagents.providers.spawn import SpawnProvider
 
 pytestmark = pytest.mark.anyio
@@ -174,7 +179,11 @@ async def test_what_a_childs_code_raises_fails_only_that_run(
     assert later_outcome.status == "completed"
     assert [type(e) for e in events].count(SubagentStarted) == 3
     ended = [e for e in events if isinstance(e, SubagentEnded)]
-    assert [e.run_id for e in ended] == [crashing.id, sibling.id, later.id]
+    assert [e.outcome.child_id for e in ended] == [
+        crashed.child_id,
+        sibling_outcome.child_id,
+        later_outcome.child_id,
+    ]
     child = runtime.sessions.get(crashed.child_id)
     assert child is not None
     assert child.events[-1].kind == "turn_end"
@@ -213,14 +222,15 @@ async def test_what_a_continuable_childs_code_raises_fails_only_that_child(
             reached.append("end of the body")
     assert reached == ["end of the body"]
     assert second.status == "completed"
-    ended = {e.run_id: e.outcome for e in events if isinstance(e, SubagentEnded)}
-    crashed = ended[crashing.id]
+    # in the order of the disposals: the crashing child's first
+    crashed, other_ended = [e.outcome for e in events if isinstance(e, SubagentEnded)]
     assert crashed.status == "failed"
     assert crashed.failure_kind == "infrastructure"
     assert isinstance(crashed.cause, CAUSE_TYPES[raised])
     assert CAUSE_TYPES[raised].__name__ in crashed.message
     assert CAUSE_TEXTS[raised] in crashed.message
-    assert ended[other.id].status == "completed"
+    assert other_ended.status == "completed"
+    assert other_ended.child_id != crashed.child_id
 
 
 @pytest.mark.parametrize("kind", ["spawn", "fork"])
@@ -325,3 +335,72 @@ async def test_every_way_into_the_service_lets_the_callers_cancellation_through(
                 await anyio.lowlevel.checkpoint()
                 scope.cancel()
     assert scope.cancelled_caught
+
+
+MISSING = "/nonexistent/agent-that-does-not-exist"
+"""A command that does not exist: a provider that spawned it would fail START_FAILED."""
+
+
+def _asking_for(feature: str) -> SubagentRequest:
+    if feature == "output_schema":
+        return SubagentRequest("hi", output_schema={"type": "object"})
+    if feature == "depth_limit":
+        return SubagentRequest("hi", depth_limit=1)
+    if feature == "tool_filter":
+        return SubagentRequest("hi", tool_filter=("read",))
+    return SubagentRequest("hi", persona="a careful reviewer")
+
+
+def _providers() -> dict[str, Callable[[], SubagentProvider]]:
+    from subagents.protocol.claude import ClaudeOptions
+    from subagents.providers.a2a import A2AProvider
+    from subagents.providers.acp import AcpProvider
+    from subagents.providers.claude_code import ClaudeCodeProvider
+    from subagents.providers.codex import CodexProvider
+    from subagents.providers.spread import SpreadProvider
+
+    return {
+        "scripted": lambda: ScriptedProvider(),
+        "acp": lambda: AcpProvider([MISSING]),
+        "codex": lambda: CodexProvider([MISSING]),
+        "claude-code": lambda: ClaudeCodeProvider(MISSING, ClaudeOptions(model="m")),
+        "a2a": lambda: A2AProvider("http://127.0.0.1:9"),
+        "spread": lambda: SpreadProvider("spread", [AcpProvider([MISSING])]),
+    }
+
+
+@pytest.mark.parametrize("provider_name", list(_providers()))
+async def test_every_provider_called_directly_repeats_the_capability_gate(
+    provider_name: str,
+) -> None:
+    """Issue 35, part A, point 5 (README: "providers repeat it when called directly"): every
+    provider, its ``start`` and its ``prepare_continuable`` called directly (not through the
+    service), rejects each start-time feature it does not advertise with
+    ``SubagentError(UNSUPPORTED_CAPABILITY)`` naming the feature, before anything starts (the
+    out-of-process ones are given a command that does not exist: a spawn would fail
+    START_FAILED instead)."""
+    provider = _providers()[provider_name]()
+    async with cast("AbstractAsyncContextManager[SubagentProvider]", provider):
+        missing = [f for f in START_TIME_FEATURES if not provider.capabilities.supports(f)]
+        assert missing, "the provider advertises every feature: nothing to check"
+        ways: list[Callable[[SubagentRequest], Coroutine[object, object, object]]] = [
+            lambda request: provider.start(request, cancel=CancelSignal())
+        ]
+        if isinstance(provider, ContinuableProvider):
+            continuable = provider
+            ways.append(
+                lambda request: continuable.prepare_continuable(request, cancel=CancelSignal())
+            )
+        for feature in missing:
+            for way in ways:
+                with anyio.fail_after(5), pytest.raises(SubagentError) as info:
+                    await way(_asking_for(feature))
+                assert info.value.code is SubagentErrorCode.UNSUPPORTED_CAPABILITY, (
+                    feature,
+                    info.value,
+                )
+                assert info.value.feature == feature
+    scripted: object = provider
+    if isinstance(scripted, ScriptedProvider):
+        assert scripted.runs == []
+        assert scripted.live_tasks == 0

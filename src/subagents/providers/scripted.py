@@ -379,7 +379,10 @@ class ScriptedProvider:
         return script if script is not None else _echo(request)
 
     async def start(self, request: SubagentRequest, *, cancel: CancelSignal) -> ScriptedRun:
-        """Run the request's script; return once the child is published."""
+        """Run the request's script; return once the child is published. A start-time
+        feature that :attr:`capabilities` lacks is refused first (``UNSUPPORTED_CAPABILITY``),
+        as the service would: a provider repeats the gate when called directly."""
+        self._capabilities.check(request, provider=self._name)
         return await self.start_child(request, cancel=cancel)
 
     async def start_child(
@@ -413,7 +416,8 @@ class ScriptedProvider:
     ) -> ScriptedConversation:
         """A child that later messages reach. Its first turn (the script of ``request``) runs
         here; each :meth:`ScriptedConversation.send` runs the script of its message under the
-        same child id."""
+        same child id. The capability gate comes first, as in :meth:`start`."""
+        self._capabilities.check(request, provider=self._name)
         self._counter += 1
         conversation = ScriptedConversation(self, f"{self._name}-{self._counter}", request)
         await conversation.turn(request, cancel=cancel)

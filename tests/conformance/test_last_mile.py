@@ -166,3 +166,60 @@ def test_a_quoted_agent_with_options_after_it_runs_from_the_command_line(tmp_pat
     data = json.loads(report.read_text())
     assert [r["id"] for r in data["requirements"]] == ["ACP-INIT-001"]
     assert data["command"] == [sys.executable, "-m", "subagents.examples.tiny_agent"]
+
+
+def _cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    status = command.run(_parser().parse_args(["conformance", *argv]), out, err)
+    return status, out.getvalue(), err.getvalue()
+
+
+def test_list_names_every_requirement_its_tier_and_what_it_checks_without_an_agent() -> None:
+    """Issue 35: `subagents conformance --list` (no agent) names every requirement, its tier
+    and what the suite does to judge it, wrapped to 100 columns."""
+    status, out, err = _cli("--list")
+    assert (status, err) == (0, "")
+    flat = _unwrapped(out)
+    for requirement in REQUIREMENTS.values():
+        line = next(x for x in out.splitlines() if x.split()[:1] == [requirement.id])
+        assert requirement.tier.value in line
+        assert _unwrapped(requirement.checks) in flat
+    assert "--explain" in out
+    assert max(len(line) for line in out.splitlines()) <= 100
+
+
+def test_explain_tells_what_is_sent_what_is_expected_the_citation_and_the_fix() -> None:
+    """Issue 35: `--explain ACP-PROMPT-004` says the whole of it: that the suite sends 1 MiB,
+    what the agent must do, the spec citation, how to fix a failure."""
+    status, out, err = _cli("--explain", "ACP-PROMPT-004")
+    assert (status, err) == (0, "")
+    requirement = REQUIREMENTS["ACP-PROMPT-004"]
+    flat = _unwrapped(out)
+    assert "1 MiB" in requirement.checks
+    for part in (requirement.text, requirement.checks, requirement.fix, requirement.citation):
+        assert _unwrapped(part) in flat
+    assert "advisory" in out
+
+
+def test_explain_of_an_unknown_id_exits_2_with_a_did_you_mean() -> None:
+    """Issue 35: `--explain` of an unknown id exits 2 and names the closest known one."""
+    status, out, err = _cli("--explain", "ACP-PROMT-004")
+    assert status == 2
+    assert out == ""
+    assert "unknown requirement ACP-PROMT-004; did you mean ACP-PROMPT-004?" in err
+
+
+def test_every_requirement_says_what_the_suite_does_and_how_to_fix_it() -> None:
+    """Issue 35: each requirement carries a one-sentence `checks` (what is sent and expected)
+    and a `fix`, for --list and --explain."""
+    for requirement in REQUIREMENTS.values():
+        assert requirement.checks.strip(), requirement.id
+        assert requirement.fix.strip(), requirement.id
+        assert "\n" not in requirement.checks + requirement.fix, requirement.id
+
+
+def test_a_failures_report_names_explain() -> None:
+    """Issue 35: a report with failures says how to learn what a requirement checks."""
+    out = io.StringIO()
+    render_terminal(_report(LONG_FINDING), out)
+    assert "subagents conformance --explain ID" in out.getvalue()

@@ -63,3 +63,25 @@ def test_the_agent_author_sections_point_at_no_checkout_file_as_if_installed() -
     for found in re.finditer(r"`tests/[^`]*`", text):
         before = text[max(0, found.start() - 40) : found.start()]
         assert "checkout" in before, f"{before}{found.group()}"
+
+
+def test_the_conformance_options_table_names_every_option_of_the_command() -> None:
+    """Issue 35: the README's options table of `subagents conformance` misses none of the
+    options `--help` lists (`-v` was missing)."""
+    import argparse
+
+    from subagents.commands import conformance
+
+    parser = argparse.ArgumentParser()
+    command = conformance.add_parser(parser.add_subparsers())
+    flags = {
+        flag
+        for action in command._actions  # pyright: ignore[reportPrivateUsage]
+        for flag in action.option_strings
+        if flag not in ("-h", "--help")
+    }
+    section = _subsection("The conformance suite: `subagents conformance`")
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    cells = [re.split(r"(?<!\\)\|", row)[1] for row in rows]  # `\|` is a pipe inside a cell
+    tabled = {flag for cell in cells for flag in re.findall(r"`(-{1,2}[a-z][a-z-]*)", cell)}
+    assert flags - tabled == set()

@@ -121,6 +121,18 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--only", action="append", metavar="ID", help="run only this requirement (repeatable)"
     )
+    parser.add_argument(
+        "--list",
+        action="store_true",
+        help="list every requirement (id, tier, what the suite does to judge it) and exit; "
+        "no agent is needed",
+    )
+    parser.add_argument(
+        "--explain",
+        metavar="ID",
+        help="tell one requirement whole (what it requires, what the suite sends and expects, "
+        "the spec citation, how to fix a failure) and exit; no agent is needed",
+    )
     parser.add_argument("--prompt", default="Hello", help="text of an ordinary prompt")
     parser.add_argument(
         "--cancel-prompt",
@@ -195,8 +207,11 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     from ..conformance.framework import Options
     from ..conformance.report import (
+        explain_requirement,
         load_baseline,
+        render_requirements,
         render_terminal,
+        report_width,
         to_json,
         to_junit,
         write_baseline,
@@ -206,6 +221,20 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
 
     out = out or cast(TextIO, sys.stdout)
     err = err or cast(TextIO, sys.stderr)
+    if args.list:
+        try:
+            render_requirements(out)
+            out.flush()
+        except BrokenPipeError:  # `--list | head`: the reader has what it wanted
+            _quiet_stdout(out)
+        return 0
+    if args.explain:
+        found = REQUIREMENTS.get(args.explain.upper())
+        if found is None:
+            err.write(f"subagents conformance: {unknown_requirement(args.explain)}\n")
+            return 2
+        out.write(explain_requirement(found, width=report_width(out)))
+        return 0
     resolved = agent_command(args, err)
     if isinstance(resolved, int):
         return resolved
@@ -373,6 +402,15 @@ def agent_command(args: argparse.Namespace, err: TextIO) -> list[str] | int:
             return 2
         args.agent = [first]
     return shlex.split(first) if quoted else [first]
+
+
+def _quiet_stdout(out: TextIO) -> None:
+    """After a broken pipe on stdout, point it at /dev/null (the interpreter's own flush at
+    exit would fail again and print a traceback)."""
+    if out is sys.stdout:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 def unknown_requirement(requirement_id: str) -> str:

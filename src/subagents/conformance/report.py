@@ -31,7 +31,7 @@ from typing import Any, TextIO, cast
 
 from .. import __version__
 from .remote import BRIDGE_NOTE
-from .requirements import SPEC_COMMIT, Tier
+from .requirements import BASIC_EXCHANGE, REQUIREMENTS, SPEC_COMMIT, Requirement, Tier
 from .runner import UNJUDGED, Baseline, RequirementResult, Status, SuiteReport
 
 PROTOCOL_VERSION = 1
@@ -40,7 +40,9 @@ PROTOCOL_VERSION = 1
 __all__ = (
     "REPORT_WIDTH",
     "exchange_line",
+    "explain_requirement",
     "load_baseline",
+    "render_requirements",
     "render_terminal",
     "report_width",
     "to_json",
@@ -463,7 +465,64 @@ def render_terminal(
         write(f"\nstale baseline entries (expected to fail, now pass): {', '.join(stale)}\n")
     if failed and transcript_hint:
         write(f"\n{transcript_hint}\n")
+    if failed:
+        write(f"{EXPLAIN_HINT}\n")
     write("\n" + verdict_line(report) + "\n")
+
+
+EXPLAIN_HINT = "subagents conformance --explain ID: what a requirement checks, and how to fix it"
+
+_TIER_MEANING = {
+    Tier.MANDATORY: "every agent must meet it: a failure makes the agent non-conformant",
+    Tier.CAPABILITY: "it applies once the agent advertises {gate}; a failure then makes the "
+    "agent non-conformant",
+    Tier.ADVISORY: "a SHOULD or a spec gap: a failure is a warning, not a verdict",
+    Tier.INFORMATIONAL: "recorded, never judged",
+}
+
+
+def render_requirements(out: TextIO, *, width: int | None = None) -> None:
+    """Every requirement: its id, tier and what the suite does to judge it
+    (``subagents conformance --list``), by area, wrapped to ``width`` columns."""
+    width = width or report_width(out)
+    write = out.write
+    write(
+        wrap(
+            f"{len(REQUIREMENTS)} requirements of ACP v1 (agent-client-protocol "
+            f"{SPEC_COMMIT[:12]}); {BASIC_EXCHANGE}. {EXPLAIN_HINT}.",
+            width,
+            indent="",
+        )
+        + "\n"
+    )
+    area = None
+    for requirement in REQUIREMENTS.values():
+        if requirement.area != area:
+            area = requirement.area
+            write(f"\n{area}\n")
+        line = f"{requirement.id} {requirement.tier.value}: {requirement.checks}"
+        write(wrap(line, width, indent="    ") + "\n")
+
+
+def explain_requirement(requirement: Requirement, *, width: int = REPORT_WIDTH) -> str:
+    """One requirement whole (``subagents conformance --explain ID``): what it requires, when
+    it applies, what the suite sends and expects, the spec citation, how to fix a failure."""
+    meaning = _TIER_MEANING[requirement.tier].format(gate=requirement.gate)
+    if requirement.tier is Tier.ADVISORY and requirement.gate:
+        meaning += f"; it applies once the agent advertises {requirement.gate}"
+    checks = requirement.checks
+    if "the basic exchange" in checks:
+        checks += f" ({BASIC_EXCHANGE}.)"
+    parts = [
+        ("requires", requirement.text),
+        ("what the suite does", checks),
+        ("spec", requirement.citation),
+        ("how to fix", requirement.fix),
+    ]
+    lines = [wrap(f"{requirement.id} ({requirement.tier.value}): {meaning}", width, indent="  ")]
+    for title, body in parts:
+        lines += ["", f"{title}:", wrap(f"  {body}", width, indent="  ")]
+    return "\n".join(lines) + "\n"
 
 
 def verdict_line(report: SuiteReport) -> str:

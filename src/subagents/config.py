@@ -38,11 +38,14 @@ built-in gets its key without restating its command::
 
 Files, later ones winning entry by entry: the built-ins, then
 ``$XDG_CONFIG_HOME/subagents/subagents.toml`` (``~/.config/...``), then ``subagents.toml`` in
-the working directory, then files given explicitly. :func:`from_acp_registry` turns an entry
-of the official ACP registry (``agent.json``: id, name, version, distribution via ``npx``,
-``uvx`` or ``binary``) into one, dropping environment variables that could leak credentials
-or hijack the launch (``PATH``, ``HOME``, ``LD_*``, ``NODE_*``, ...), as the registry's own
-launcher does.
+the working directory, then files given explicitly. Relative paths in a file are the file's
+(see :func:`parse_agents`): a program with a slash, ``cwd``, ``./x`` arguments and ones
+naming a file beside it; a bare program name is looked up on ``PATH``.
+
+:func:`from_acp_registry` turns an entry of the official ACP registry (``agent.json``: id,
+name, version, distribution via ``npx``, ``uvx`` or ``binary``) into one, dropping
+environment variables that could leak credentials or hijack the launch (``PATH``, ``HOME``,
+``LD_*``, ``NODE_*``, ...), as the registry's own launcher does.
 
 A bad file or entry is a :class:`ConfigError` naming the file and entry, whose ``hint`` says
 what to do (for a string command with spaces: the list to write instead).
@@ -178,7 +181,35 @@ def _str_list(value: Any, where: str, key: str) -> tuple[str, ...]:
     return tuple(cast(list[str], value))
 
 
-def _entry(name: str, data: Mapping[str, Any], source: str) -> AgentSpec:
+def _from_file(value: str, base: Path) -> str:
+    """A path as written in a registry file in the directory ``base``: ``~`` expanded, a
+    relative one taken from ``base`` (normalised: ``./agent`` is ``BASE/agent``)."""
+    path = Path(value).expanduser()
+    return str(path) if path.is_absolute() else os.path.normpath(base / path)
+
+
+def _is_path(word: str) -> bool:
+    return os.sep in word or bool(os.altsep and os.altsep in word) or word.startswith("~")
+
+
+def _command_from_file(command: tuple[str, ...], base: Path) -> tuple[str, ...]:
+    """A command as written in a registry file in ``base``, its relative paths taken from
+    ``base``: the program when it has a slash (``./agent``, ``bin/agent``; a bare name stays
+    a ``PATH`` lookup), an argument written ``./x`` or ``../x``, and an argument that names a
+    file existing in ``base`` (``["python", "agent.py"]``)."""
+    if not command:
+        return command
+    program, *args = command
+    words = [_from_file(program, base) if _is_path(program) else program]
+    for arg in args:
+        explicit = arg.startswith(("./", "../", "~/"))
+        beside = not arg.startswith("-") and not Path(arg).is_absolute() and (base / arg).is_file()
+        words.append(_from_file(arg, base) if explicit or beside else arg)
+    return tuple(words)
+
+
+def _entry(name: str, data: Mapping[str, Any], source: str, file: Path | None = None) -> AgentSpec:
+    """One entry; ``file``: the absolute path of the registry file it is read from."""
     where = f"{source}: agents.{name}"
     if not _ID.match(name):
         raise ConfigError(f"{where}: not a valid agent name")
@@ -259,12 +290,21 @@ def _entry(name: str, data: Mapping[str, Any], source: str) -> AgentSpec:
             or not turn_deadline > 0
         ):
             raise ConfigError(f"{where}.turn_deadline: expected seconds (a number > 0)")
-    options = data.get("options", {})
-    if not isinstance(options, dict):
+    raw_options = data.get("options", {})
+    if not isinstance(raw_options, dict):
         raise ConfigError(f"{where}.options: expected a table")
+    options = cast(dict[str, Any], raw_options)
     for key in ("cwd", "model", "description"):
         if key in data and not isinstance(data[key], str):
             raise ConfigError(f"{where}.{key}: expected a string")
+    cwd = cast("str | None", data.get("cwd"))
+    if file is not None:  # relative paths are the file's, not the caller's
+        base = file.parent
+        command = _command_from_file(command, base)
+        cwd = _from_file(cwd, base) if cwd else cwd
+        sessions = options.get("sessions")
+        if provider in ("spawn", "fork") and isinstance(sessions, str) and sessions:
+            options = {**options, "sessions": _from_file(sessions, base)}
     return AgentSpec(
         name=name,
         provider=provider,
@@ -273,7 +313,7 @@ def _entry(name: str, data: Mapping[str, Any], source: str) -> AgentSpec:
         urls=urls,
         token_env=token_env,
         env=cast(dict[str, str], env),
-        cwd=cast("str | None", data.get("cwd")),
+        cwd=cwd,
         model=cast("str | None", data.get("model")),
         permission=permission,
         timeout=float(timeout) if timeout else None,
@@ -281,8 +321,8 @@ def _entry(name: str, data: Mapping[str, Any], source: str) -> AgentSpec:
         first_event_timeout=float(first_event) if first_event else None,
         turn_deadline=float(turn_deadline) if turn_deadline is not None else None,
         description=cast(str, data.get("description", "")),
-        options=cast(dict[str, Any], options),
-        source=source,
+        options=options,
+        source=str(file) if file is not None else source,
     )
 
 
@@ -404,10 +444,21 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def parse_agents(
-    text: str, source: str, existing: Mapping[str, AgentSpec] | None = None
+    text: str,
+    source: str,
+    existing: Mapping[str, AgentSpec] | None = None,
+    *,
+    file: Path | None = None,
 ) -> dict[str, AgentSpec]:
     """The entries of one TOML document (``source`` names it in errors). A table naming an
-    entry of ``existing`` without ``provider``, ``command`` or ``args`` updates that entry."""
+    entry of ``existing`` without ``provider``, ``command`` or ``args`` updates that entry.
+
+    ``file``: the registry file the text was read from. Relative paths in its entries are
+    then taken from the file's directory, not the working directory (a command's program
+    with a slash, ``./x`` and ``../x`` arguments and ones naming a file there, ``cwd``, a
+    spawn or fork entry's ``options.sessions``); a bare program name (``python``, ``npx``)
+    is still looked up on ``PATH``. The entries' ``source`` is the file's absolute path."""
+    absolute = Path(os.path.abspath(file)) if file is not None else None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -426,7 +477,7 @@ def parse_agents(
         base = (existing or {}).get(name)
         if base is not None and not {"provider", "command", "args", "url", "urls"} & set(fields):
             fields = _updated(base, fields)
-        result[name] = _entry(name, fields, source)
+        result[name] = _entry(name, fields, source, absolute)
     return result
 
 
@@ -561,7 +612,7 @@ def load_agents(
                 f"{path}: cannot read it: {exc.strerror}",
                 hint="give a readable registry file (a TOML file with [agents.NAME] tables)",
             ) from exc
-        agents.update(parse_agents(text, str(path), agents))
+        agents.update(parse_agents(text, str(path), agents, file=path))
     return agents
 
 

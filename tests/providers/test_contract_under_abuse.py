@@ -8,8 +8,8 @@ Each test's docstring names the requirement it checks.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine, Mapping
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import NoReturn, cast
 
@@ -48,6 +48,7 @@ from subagents.providers.contract import START_TIME_FEATURES
 from subagents.providers.fork import ForkProvider
 from subagents.providers.scripted import ScriptedProvider
 from subagents.providers.spawn import SpawnProvider
+from subagents.testing import ProviderCheckFailure, ProviderScenarios, provider_checks
 
 pytestmark = pytest.mark.anyio
 
@@ -404,3 +405,47 @@ async def test_every_provider_called_directly_repeats_the_capability_gate(
     if isinstance(scripted, ScriptedProvider):
         assert scripted.runs == []
         assert scripted.live_tasks == 0
+
+
+class GateSkippingProvider:
+    """A scripted provider advertising no start-time feature whose own ``start`` forgets the
+    gate (only the service would refuse a persona)."""
+
+    name = "gate-skipping"
+    capabilities = SubagentCapabilities()
+
+    def __init__(self) -> None:
+        self.inner = ScriptedProvider(name=self.name)
+
+    async def start(self, request: SubagentRequest, *, cancel: CancelSignal) -> SubagentRun:
+        return await self.inner.start_child(request, cancel=cancel)
+
+
+async def test_the_provider_kit_catches_a_provider_that_does_not_repeat_the_gate() -> None:
+    """Issue 35, part A, point 5: ``check_provider``'s capability check also calls the
+    provider directly, so a provider whose own ``start`` accepts a feature it does not
+    advertise (the service alone refusing it) fails the kit, naming the feature."""
+
+    @asynccontextmanager
+    async def factory() -> AsyncIterator[SubagentProvider]:
+        provider = GateSkippingProvider()
+        async with provider.inner:
+            yield provider
+
+    (check,) = [
+        c
+        for c in provider_checks()
+        if c.name == "each_unadvertised_capability_is_rejected_before_a_run_exists"
+    ]
+    scenarios = ProviderScenarios(
+        good=SubagentRequest("hi"),
+        good_output="hi",
+        slow=SubagentRequest("slow"),
+        failing=SubagentRequest("fail"),
+        failing_kind="turn",
+        timeout=5.0,
+    )
+    with pytest.raises(ProviderCheckFailure) as caught:
+        await check.run(factory, scenarios)
+    assert "called directly accepted" in caught.value.detail
+    assert "'output_schema'" in caught.value.detail

@@ -42,6 +42,7 @@ from ..protocol.jsonrpc import JsonValue
 from ..providers.contract import (
     START_TIME_FEATURES,
     CancelSignal,
+    ContinuableProvider,
     FailureKind,
     ProgressEvent,
     SubagentCapabilities,
@@ -715,7 +716,8 @@ async def _both_fail(c: _Check, factory: ProviderFactory) -> None:
 @_check(
     "each_unadvertised_capability_is_rejected_before_a_run_exists",
     "The service checks every requested feature BEFORE delegating and rejects loud "
-    "(UNSUPPORTED_CAPABILITY) if the provider lacks it: never accepted-then-ignored.",
+    "(UNSUPPORTED_CAPABILITY) if the provider lacks it: never accepted-then-ignored; the "
+    "provider repeats the gate when called directly (start, prepare_continuable).",
 )
 async def _capabilities(c: _Check, factory: ProviderFactory) -> None:
     async with factory() as provider:
@@ -745,8 +747,49 @@ async def _capabilities(c: _Check, factory: ProviderFactory) -> None:
                 else:
                     await run.dispose()
                     raise c.fail(f"a request for unadvertised {feature!r} was accepted")
+        for feature in missing:
+            await _rejected_when_called_directly(c, provider, feature)
         await c.expect_quiescent(baseline, "rejected starts")
         c.expect(not events, f"rejected starts emitted lifecycle events: {events!r}")
+
+
+class _Disposable(Protocol):
+    async def dispose(self) -> None: ...
+
+
+async def _rejected_when_called_directly(
+    c: _Check, provider: SubagentProvider, feature: str
+) -> None:
+    """``provider``'s own ``start`` (and ``prepare_continuable``, when it has one), called
+    without the service, refuses a request for the unadvertised ``feature``."""
+    request = _asking_for(c.scenarios.good, feature)
+    ways: list[tuple[str, Callable[[], Awaitable[_Disposable]]]] = [
+        ("start()", lambda: provider.start(request, cancel=CancelSignal()))
+    ]
+    if isinstance(provider, ContinuableProvider):
+        continuable = provider
+        ways.append(
+            (
+                "prepare_continuable()",
+                lambda: continuable.prepare_continuable(request, cancel=CancelSignal()),
+            )
+        )
+    for what, way in ways:
+        with c.bounded(f"{what} called directly"):
+            try:
+                child = await way()
+            except SubagentError as exc:
+                c.expect(
+                    exc.code == SubagentErrorCode.UNSUPPORTED_CAPABILITY and exc.feature == feature,
+                    f"{what} called directly, asking for {feature!r}, raised {exc.code} "
+                    f"(feature {exc.feature!r}): a provider repeats the gate",
+                )
+            else:
+                await child.dispose()
+                raise c.fail(
+                    f"{what} called directly accepted a request for unadvertised {feature!r} "
+                    "(a provider repeats the capability gate)"
+                )
 
 
 def _asking_for(request: SubagentRequest, feature: str) -> SubagentRequest:

@@ -223,3 +223,62 @@ def test_a_failures_report_names_explain() -> None:
     out = io.StringIO()
     render_terminal(_report(LONG_FINDING), out)
     assert "subagents conformance --explain ID" in out.getvalue()
+
+
+def _pytest(tmp_path: Path, *argv: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *argv],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_the_pytest_extra_pins_the_pytest_the_plugin_is_tested_with() -> None:
+    """Issue 35: `pip install 'subagents[pytest]'` brings pytest (the package does not), in a
+    range that holds the version requirements/constraints.txt pins."""
+    import tomllib
+    from importlib import metadata
+
+    from packaging.specifiers import SpecifierSet
+
+    root = Path(__file__).resolve().parents[2]
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    [wanted] = project["optional-dependencies"]["pytest"]
+    assert wanted.startswith("pytest")
+    constraints = (root / "requirements" / "constraints.txt").read_text().splitlines()
+    [pinned] = [line.split("==")[1] for line in constraints if line.startswith("pytest==")]
+    assert pinned in SpecifierSet(wanted.removeprefix("pytest"))
+    plugins = metadata.entry_points(group="pytest11")
+    assert "subagents.conformance.pytest_plugin" in {p.value for p in plugins}
+
+
+def test_the_readmes_answer_to_an_unrecognized_acp_agent_is_what_pytest_says_and_works(
+    tmp_path: Path,
+) -> None:
+    """Issue 35: a pytest that does not load the plugin (another environment's, or with plugin
+    autoload off) says `unrecognized arguments: --acp-agent`, which the README explains; its
+    fix for autoload off (`-p subagents.conformance.pytest_plugin`) loads the plugin."""
+    off = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    agent = ("--acp-agent", "python -m subagents.examples.tiny_agent", "--collect-only", "-q")
+    status, output = _pytest(tmp_path, *agent, env=off)
+    assert status == 4
+    assert "unrecognized arguments: --acp-agent" in output
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    with_pytest = readme[readme.index("### With pytest") : readme.index("### Baselines")]
+    flat = " ".join(with_pytest.split())
+    for needed in (
+        "pip install 'subagents[pytest]'",
+        'python -m pytest --acp-agent "python my_agent.py"',
+        "unrecognized arguments: --acp-agent",
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD",
+        "-p subagents.conformance.pytest_plugin",
+    ):
+        assert needed in flat, needed
+    status, output = _pytest(tmp_path, "-p", "subagents.conformance.pytest_plugin", *agent, env=off)
+    assert status == 0, output
+    assert f"{len(REQUIREMENTS)} tests collected" in output

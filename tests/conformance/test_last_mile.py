@@ -130,6 +130,13 @@ def test_options_after_a_quoted_agent_command_are_the_suites_options() -> None:
     assert args.json == "r.json"
 
 
+def test_options_after_an_agent_url_are_the_suites_options() -> None:
+    """Issue 35: an agent URL followed by options (`URL --transport websocket`) keeps them."""
+    agent, args = _agent(["https://build-box:8765/acp", "--transport", "websocket"])
+    assert agent == ["https://build-box:8765/acp"]
+    assert args.transport == "websocket"
+
+
 def test_an_existing_file_whose_path_has_a_space_is_one_argument(tmp_path: Path) -> None:
     """Issue 35: a single argument that is an existing file (a path with a space) is the
     agent itself, not split."""

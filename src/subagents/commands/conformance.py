@@ -1,4 +1,6 @@
-"""``subagents conformance [options] -- AGENT COMMAND...``: the suite from a terminal or CI.
+"""``subagents conformance [options] -- AGENT COMMAND...`` (or ``"AGENT COMMAND" [options]``,
+quoted as the pytest plugin's ``--acp-agent`` takes it): the suite from a terminal or CI.
+``--list`` and ``--explain ID`` tell what the requirements check, with no agent.
 
 The agent command runs as the user's shell would run it: in the current directory (or
 ``--cwd``), so ``-- python my_agent.py`` works from the agent's own directory; only each ACP
@@ -36,7 +38,7 @@ exit status:
   0    conformant: no mandatory (or advertised capability) requirement failed outside the
        baseline; the verdict line names the mandatory requirements that could not be judged
   1    non-conformant (with --strict also: a mandatory requirement could not be judged)
-  2    bad usage: unknown option, unreadable baseline, no agent command
+  2    bad usage: unknown option or requirement id, unreadable baseline, no agent command
   3    blocked by authentication: the agent wants a login (pass --auth-method ID)
   4    could not start: the agent command did not start, exited, or did not answer
        initialize within --startup-timeout (nothing else is run); for a URL: the bridge
@@ -61,6 +63,11 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         epilog=(
             "example, from your agent's directory:\n"
             "  subagents conformance --json report.json -- python my_agent.py --flag\n"
+            "the same, the agent command quoted (as pytest --acp-agent takes it):\n"
+            '  subagents conformance "python my_agent.py --flag" --json report.json\n'
+            "what the suite checks, and one requirement whole (no agent needed):\n"
+            "  subagents conformance --list\n"
+            "  subagents conformance --explain ACP-MCP-001\n"
             "an agent served at a URL (through subagents bridge):\n"
             "  subagents conformance --token-env ACP_TOKEN https://build-box:8765/acp\n\n"
             + EXIT_STATUSES

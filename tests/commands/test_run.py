@@ -161,7 +161,10 @@ def test_an_agent_that_cannot_start_exits_one_with_a_hint(home: Path) -> None:
     lines = done.stderr.splitlines()
     assert lines[0].startswith("subagents run: ghost could not start: ")
     assert "No such file or directory" in lines[0]
-    assert "is not installed: install it, or fix the entry's command" in lines[1]  # not a built-in
+    assert lines[1] == (  # what is missing, where from, what to do (Issue 35, C.3)
+        "  hint: /nonexistent/ghost-agent does not exist: fix the command of agents.ghost (a "
+        "path relative to its file, or a program on PATH)"
+    )
     assert "Traceback" not in done.stderr
     json_done = subagents_run(home, "ghost", "hello", "--config", str(config), "--json")
     [event] = json_lines(json_done.stdout)

@@ -427,13 +427,14 @@ async def _stop_after_grace(
 def _start_hint(spec: AgentSpec, exc: BaseException) -> str | None:
     cause: BaseException | None = exc
     while cause is not None:
-        if isinstance(cause, FileNotFoundError) or (
+        if isinstance(cause, FileNotFoundError | PermissionError) or (
             isinstance(cause, OSError) and "No such file" in str(cause)
         ):
-            from ..npm_agents import install_hint
+            from ..providers.probe import missing_command
 
-            hint = install_hint(spec.name if spec.source == "built-in" else "")
-            return f"{spec.command[0] if spec.command else spec.name!r} is not installed: {hint}"
+            missing = missing_command(spec)
+            if missing is not None:
+                return f"{missing[0]}: {missing[1]}"
         cause = cause.__cause__
     known = classify(spec, f"{exc} {exc.__cause__ or ''}")
     if known is not None:

@@ -59,6 +59,7 @@ __all__ = (
     "ProbeStatus",
     "acp_capabilities",
     "find_command",
+    "missing_command",
     "one_line",
     "probe_agent",
     "probe_all",
@@ -167,6 +168,55 @@ def find_command(spec: AgentSpec) -> str | None:
         return str(path) if path.is_file() and os.access(path, os.X_OK) else None
     search = build_child_env(spec.env).get("PATH") or os.environ.get("PATH")
     return shutil.which(program, path=search)
+
+
+def _shown(path: str) -> str:
+    home = str(Path.home())
+    if home != os.sep and (path == home or path.startswith(home + os.sep)):
+        return "~" + path[len(home) :]
+    return path
+
+
+def missing_command(spec: AgentSpec) -> tuple[str, str] | None:
+    """What keeps ``spec``'s command from starting, as ``(what, hint)``: the exact program
+    or path looked up and where it comes from (``./agent.sh (relative to FILE) does not
+    exist``, ```foo` is not on PATH``, a ``cwd`` that is no directory), and what to do;
+    ``None`` when the command is found."""
+    from ..npm_agents import BUILTIN_NPM_AGENTS, install_hint
+
+    if not spec.command:
+        return None
+    from_file = spec.source != "built-in" and os.path.isabs(spec.source)
+    entry = f"agents.{spec.name} in {_shown(spec.source)}" if from_file else spec.name
+    if find_command(spec) is not None:
+        if spec.cwd is not None and not Path(spec.cwd).expanduser().is_dir():
+            return (
+                f"the working directory {spec.cwd} (cwd of {entry}) does not exist",
+                f"create it (mkdir -p {spec.cwd}), or fix the cwd of {entry}",
+            )
+        return None
+    program = spec.command[0]
+    if os.sep in program or (os.altsep and os.altsep in program):
+        path = Path(program).expanduser()
+        if not path.is_absolute():
+            path = Path(spec.cwd or os.getcwd()) / path
+        if path.is_file():
+            return f"{path} is not executable", f"make it executable: chmod +x {path}"
+        written = str(path)
+        if from_file:
+            folder = Path(spec.source).parent
+            if path.is_relative_to(folder):
+                written = f"./{path.relative_to(folder)} (relative to {_shown(spec.source)})"
+        where = f"agents.{spec.name}" if from_file else spec.name
+        return (
+            f"{written} does not exist",
+            f"fix the command of {where} (a path relative to its file, or a program on PATH)",
+        )
+    npm = BUILTIN_NPM_AGENTS.get(spec.name)
+    if npm is not None and program == os.path.basename(npm[1]):
+        return f"`{program}` is not on PATH (nor in the npm prefix)", install_hint(spec.name)
+    hint = f"install it, or give the command of {entry} the program's full path"
+    return f"`{program}` is not on PATH", hint
 
 
 def _ms(since: float) -> int:
@@ -601,16 +651,11 @@ async def _probe_agent(
     if child_probe is not None and not spec.agent_urls:
         if not spec.command:
             return ProbeResult(spec.name, spec.provider, "failed", "no command")
-        if find_command(spec) is None:
-            from ..npm_agents import install_hint
-
-            return ProbeResult(
-                spec.name,
-                spec.provider,
-                "not installed",
-                f"{spec.command[0]}: not found",
-                hint=install_hint(spec.name if spec.source == "built-in" else ""),
-            )
+        missing = missing_command(spec)
+        if missing is not None:
+            what, hint = missing
+            status: ProbeStatus = "not installed" if find_command(spec) is None else "failed"
+            return ProbeResult(spec.name, spec.provider, status, what, hint=f"{what}; {hint}")
     result: ProbeResult | None = None
     try:
         with anyio.move_on_after(timeout):

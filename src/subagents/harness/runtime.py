@@ -20,7 +20,9 @@ Depth is absolute: a root is at depth 0 and a child one below its parent. A chil
 the runtime does not know (a *detached* child: the request names no parent session, or one
 of another store) is at depth 1, below whoever started it, so ``depth_limit=N`` allows
 exactly N levels either way. Its key is ``detached-<parent id, made file-name safe, or
-none>.<n>`` (the n-th detached child of that parent in this runtime), stable across runs.
+none>.<n>`` (the n-th detached child of that parent in the session store), stable across runs.
+Keys are unique per session store, across its runtimes and, for a store on a directory, its
+processes (:mod:`subagents.harness.session`): a snapshot recording is never overwritten.
 
 Snapshots (:class:`~subagents.harness.snapshots.SnapshotStore`): when given, each session's
 model calls go through the store under the session's key (recorded, or replayed without the
@@ -103,6 +105,11 @@ def _filter_from_json(data: JsonValue) -> ToolFilter | None:
         frozenset(str(a) for a in allow) if isinstance(allow, list) else None,
         frozenset(str(d) for d in deny) if isinstance(deny, list) else frozenset(),
     )
+
+
+def _detached_prefix(parent_id: str | None) -> str:
+    """What the keys of ``parent_id``'s detached children start with."""
+    return f"detached-{_UNSAFE.sub('_', parent_id)[:64] if parent_id else 'none'}"
 
 
 @final
@@ -188,8 +195,6 @@ class AgentRuntime:
         self.snapshots = snapshots
         self._offers: list[_Offer] = []
         self._adapters: dict[str, LlmAdapter] = {}
-        self._detached: dict[str, int] = {}
-        """How many detached children each (sanitised) parent id has had in this runtime."""
 
     # -- delegation ------------------------------------------------------------------------
 
@@ -248,7 +253,8 @@ class AgentRuntime:
         return ChildLimits(depth, min(limits) if limits else None, combined)
 
     def root_agent(self, *, key: str = "root", system: str | None = None) -> Agent:
-        """A new root session and its agent (``key`` names its snapshot file)."""
+        """A new root session and its agent (``key`` names its snapshot file; when the
+        session store has it already, ``<key>~2``, ``<key>~3``...)."""
         config: dict[str, JsonValue] = {_SYSTEM: system or self.settings.system}
         return self.agent(self.sessions.create(key=key, config=config))
 
@@ -286,19 +292,13 @@ class AgentRuntime:
             session = self.sessions.create(
                 parent_id=parent_id,
                 depth=limits.depth,
-                key=self._detached_key(parent_id),
+                key_prefix=_detached_prefix(parent_id),
                 session_id=session_id,
                 config=config,
             )
         if seed is not None:
             session.append(SessionEvent("seed", messages=tuple(seed)))
         return self.agent(session)
-
-    def _detached_key(self, parent_id: str | None) -> str:
-        """The key of the next detached child of ``parent_id``."""
-        name = _UNSAFE.sub("_", parent_id)[:64] if parent_id else "none"
-        self._detached[name] = self._detached.get(name, 0) + 1
-        return f"detached-{name}.{self._detached[name]}"
 
     def agent(self, session: Session) -> Agent:
         """The agent of an existing ``session`` (new, or read back from disk)."""

@@ -14,6 +14,17 @@ deterministic path (``root``, ``root.1``, ``root.1.2``: the n-th child a session
 which names the session's model snapshot file (:mod:`subagents.harness.snapshots`): ids are
 random, keys are stable across runs. The header is written once, with the final lineage.
 
+Keys are unique per store: across the roots of a runtime, the runtimes sharing a store and,
+for a store on a directory, every process using that directory. Each new session *claims* its
+key: in memory, and for a directory store also as a file ``<directory>/.keys/<key>`` created
+exclusively (``O_EXCL``: two processes cannot both claim one key). A key already claimed is
+bumped: a root's or a named key gets ``~2``, ``~3``... (``root~2``, whose children are
+``root~2.1``...), a child's the next free number (``root.3`` when another process took
+``root.2``). So a snapshot recording is never overwritten by another session's, and a run alone
+(or the same sequence of runs on a fresh folder, as a replay does) gets the same keys every
+time. A directory used before keys were claimed has the keys of its session files claimed
+on first use.
+
 A fork's seed (:func:`balanced_prefix`) holds completed turns only: the turns that ended
 ``completed`` (and any seed the session itself started with), never a cancelled or failed
 turn, nor the one in flight.
@@ -23,8 +34,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias, cast, final
@@ -242,7 +255,8 @@ class Session:
         return balanced_prefix(self._events)
 
     def next_child_key(self) -> str:
-        """The key of the next child this session starts (``<key>.<n>``)."""
+        """The key of the next child this session starts (``<key>.<n>``; its store may give
+        the child a later number when another session claimed this one)."""
         self._children += 1
         return f"{self.key}.{self._children}"
 
@@ -266,6 +280,32 @@ def _checked_id(session_id: str) -> str:
     return session_id
 
 
+def _checked_key(key: str) -> str:
+    """``key``, if it can name a file (a snapshot, a claim); else a :class:`SessionError`."""
+    if not key or "/" in key or os.sep in key or "\0" in key or key.startswith("."):
+        raise SessionError(f"not a session key: {key!r}")
+    return key
+
+
+_KEYS: Final = ".keys"
+"""The directory of a directory store's key claims (no session id starts with a dot)."""
+_MAX_BUMPS: Final = 100_000
+"""Bound on the keys tried for one new session (a store that cannot claim any fails)."""
+
+
+def _header_key(path: Path) -> str | None:
+    """The key in the header of the session file at ``path`` (``None``: none readable)."""
+    try:
+        with path.open(encoding="utf-8") as file:
+            header = json.loads(file.readline() or "null")
+    except (OSError, ValueError):
+        return None
+    if isinstance(header, dict):
+        key = cast(dict[str, Any], header).get("key")
+        return key if isinstance(key, str) else None
+    return None
+
+
 @final
 @dataclass
 class SessionStore:
@@ -273,11 +313,88 @@ class SessionStore:
 
     directory: Path | None = None
     _live: dict[str, Session] = field(default_factory=dict[str, Session])
+    _claimed: set[str] = field(default_factory=set[str])
+    """Keys this store knows are taken (claimed here, or found claimed)."""
+    _numbered: dict[str, int] = field(default_factory=dict[str, int])
+    """The last number claimed under each prefix (``root`` -> 2: ``root.2``)."""
+    _keys_ready: bool = False
 
     def __post_init__(self) -> None:
         if self.directory is not None:
             self.directory = Path(self.directory)
             self.directory.mkdir(parents=True, exist_ok=True)
+
+    # -- keys
+
+    def _keys_directory(self) -> Path:
+        """``<directory>/.keys``, made (with the keys of the sessions already there claimed)
+        when the directory has none yet."""
+        assert self.directory is not None
+        keys = self.directory / _KEYS
+        if self._keys_ready or keys.is_dir():
+            self._keys_ready = True
+            return keys
+        # Claim the keys of the sessions already there in a directory of our own, then put it
+        # in place in one rename: a process claiming at the same time either sees none (and
+        # waits for ours) or its own, which ours never replaces (a rename onto a directory that
+        # is not empty fails).
+        staging = self.directory / f"{_KEYS}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        staging.mkdir()
+        try:
+            for path in self.directory.glob("*.jsonl"):
+                key = _header_key(path)
+                if key is not None:
+                    with suppress(SessionError, OSError):
+                        (staging / _checked_key(key)).touch(exist_ok=True)
+            try:
+                staging.rename(keys)
+            except OSError:
+                if not keys.is_dir():
+                    raise
+        except OSError as exc:
+            raise SessionError(f"cannot make the key claims directory {keys}: {exc}") from exc
+        finally:
+            if staging.exists():
+                shutil.rmtree(staging, ignore_errors=True)
+        self._keys_ready = True
+        return keys
+
+    def _claim(self, key: str) -> bool:
+        """Claim ``key`` for a new session: ``False`` when it is taken already."""
+        _checked_key(key)
+        if key in self._claimed:
+            return False
+        if self.directory is not None:
+            path = self._keys_directory() / key
+            try:
+                descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                self._claimed.add(key)
+                return False
+            except OSError as exc:
+                raise SessionError(f"cannot claim session key {key!r} at {path}: {exc}") from exc
+            os.close(descriptor)
+        self._claimed.add(key)
+        return True
+
+    def _claim_named(self, key: str) -> str:
+        """``key``, or the first of ``key~2``, ``key~3``... not taken, claimed."""
+        for n in range(1, _MAX_BUMPS):
+            candidate = key if n == 1 else f"{key}~{n}"
+            if self._claim(candidate):
+                return candidate
+        raise SessionError(f"no free session key like {key!r} in this store")
+
+    def _claim_numbered(self, prefix: str, after: int) -> tuple[str, int]:
+        """The first ``<prefix>.<n>`` not taken with ``n > after`` (and after the numbers this
+        store claimed under ``prefix`` already), claimed, and its ``n``."""
+        n = max(after, self._numbered.get(prefix, 0))
+        for _ in range(_MAX_BUMPS):
+            n += 1
+            if self._claim(f"{prefix}.{n}"):
+                self._numbered[prefix] = n
+                return f"{prefix}.{n}", n
+        raise SessionError(f"no free session key below {prefix!r} in this store")
 
     def path_for(self, session_id: str) -> Path | None:
         if self.directory is None:
@@ -291,6 +408,7 @@ class SessionStore:
         parent_id: str | None = None,
         depth: int | None = None,
         key: str | None = None,
+        key_prefix: str | None = None,
         session_id: str | None = None,
         config: Mapping[str, JsonValue] | None = None,
     ) -> Session:
@@ -299,7 +417,26 @@ class SessionStore:
         - With ``parent``: its child (``parent.depth + 1``; ``key`` or the parent's next child
           key). ``parent_id`` and ``depth`` are then not given.
         - Else a session below ``parent_id``, a parent this store does not know (``None``: a
-          root), at ``depth`` (default 0) with ``key`` (default ``root``).
+          root), at ``depth`` (default 0) with ``key`` (default ``root``), or with
+          ``key_prefix`` the key ``<key_prefix>.<n>``, the n-th such session of the store.
+
+        The key is claimed, unique in the store (see the module docstring: a key taken is
+        bumped)."""
+        if key is not None and key_prefix is not None:
+            raise SessionError("a session has a key or a key prefix, not both")
+        return self._create(parent, parent_id, depth, key, key_prefix, session_id, config)
+
+    def _create(
+        self,
+        parent: Session | None,
+        parent_id: str | None,
+        depth: int | None,
+        key: str | None,
+        key_prefix: str | None,
+        session_id: str | None,
+        config: Mapping[str, JsonValue] | None,
+    ) -> Session:
+        """See :meth:`create`.
 
         ``session_id`` is the new session's id (default a fresh uuid4); it must be a valid id
         (see :meth:`path_for`) that this store does not have yet."""
@@ -313,18 +450,28 @@ class SessionStore:
         if session_id in self._live or (path is not None and path.exists()):
             raise SessionError(f"session {session_id} already exists")
         if parent is not None:
+            if key is not None:
+                key = self._claim_named(key)
+            else:
+                key = parent.next_child_key()
+                if not self._claim(key):
+                    key, parent._children = self._claim_numbered(parent.key, parent._children)  # pyright: ignore[reportPrivateUsage]
             session = Session(
                 session_id,
-                key=key or parent.next_child_key(),
+                key=key,
                 parent_session=parent.id,
                 depth=parent.depth + 1,
                 path=path,
                 config=config,
             )
         else:
+            if key_prefix is not None:
+                key = self._claim_numbered(_checked_key(key_prefix), 0)[0]
+            else:
+                key = self._claim_named(key or "root")
             session = Session(
                 session_id,
-                key=key or "root",
+                key=key,
                 parent_session=parent_id,
                 depth=depth or 0,
                 path=path,

@@ -211,3 +211,17 @@ async def test_a_fork_run_replays_after_another_run_on_the_same_folder(tmp_path:
         ]
     )
     assert keys_in(tmp_path / "a") == keys_in(tmp_path / "b")
+
+
+def test_a_folder_from_before_key_claims_has_its_keys_claimed(tmp_path: Path) -> None:
+    """Issue 35, part A, point 3: a sessions folder written before keys were claimed (session
+    files, no claims) has its sessions' keys claimed on first use: a new root there does not
+    take the key (and so the recording) of an old one."""
+    old = SessionStore(tmp_path).create(key="root")
+    for claim in (tmp_path / ".keys").iterdir():
+        claim.unlink()
+    (tmp_path / ".keys").rmdir()
+    assert keys_in(tmp_path) == ["root"]
+    new = SessionStore(tmp_path).create()
+    assert new.key != old.key
+    assert keys_in(tmp_path) == ["root", new.key]

@@ -172,5 +172,6 @@ def test_the_probe_table_prints_each_hint_and_the_whole_registry_is_fine(home: P
     rows = {line.split()[0]: line for line in done.stdout.splitlines()[1:]}
     assert "needs credentials" in rows["codex"]
     assert "not logged in" in rows["claude-code"]
-    assert "  codex: log in with `codex login`" in done.stderr
+    assert "  codex: log in with `" in done.stderr
+    assert "codex login`" in done.stderr  # by its path (Issue 35, C.4)
     assert_home_untouched(home)

@@ -83,6 +83,12 @@ class Console:
         self.err.flush()
         self._last_note = line
 
+    def fresh_line(self) -> None:
+        """End the open text or thought line, so that what is written next on stderr starts
+        a line of its own."""
+        self._fresh_line()
+        self.err.flush()
+
     def line(self, text: str) -> None:
         """A line of our own on stderr (outcome, cancelling...)."""
         self._last_note = None

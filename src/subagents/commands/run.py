@@ -596,11 +596,13 @@ async def _delegate(
     elif outcome.status == "completed" and not streamed and outcome.output is not None:
         # Nothing came live: show the result itself.
         console.progress_text(outcome.output)
-    console.outcome(outcome, anyio.current_time() - started)
     not_ready = stops.not_ready
     if not_ready is None and outcome.status == "failed" and outcome.message:
         not_ready = classify(spec, outcome.message)
-    if not_ready is not None:
+    if not_ready is None or options.json_mode:
+        console.outcome(outcome, anyio.current_time() - started)
+    if not_ready is not None:  # its line says the outcome's message once, as its cause
+        console.fresh_line()
         return _report_not_ready(spec, not_ready, console, debug)
     return _exit_status(outcome, stops)
 

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import tempfile
 from collections.abc import Generator, Mapping
@@ -103,12 +104,40 @@ def agent_home(spec: AgentSpec) -> Generator[AgentSpec]:
         shutil.rmtree(private, ignore_errors=True)
 
 
+def login_program(spec: AgentSpec, family: Family) -> str | None:
+    """The CLI that logs in to ``family`` (``codex``, ``claude``), as a path that exists:
+    on ``PATH``, else in the npm prefix (where ``subagents agents install`` puts it, not on
+    ``PATH``), else the entry's own program when it is that CLI; None when there is none."""
+    from ..npm_agents import npm_file
+
+    found = shutil.which(family) or npm_file(f".bin/{family}")
+    if found is not None:
+        return str(found)
+    own = {"codex": "codex", "claude": "claude-code"}[family]
+    if spec.provider == own and spec.command:
+        program = shutil.which(spec.command[0])
+        if program is not None:
+            return program
+    return None
+
+
 def _login_hint(spec: AgentSpec, family: Family) -> str:
+    from ..npm_agents import npm_prefix
+
     keys = " or ".join(_KEY_VARIABLES[family][:1])
-    if family == "codex":
-        how = "log in with `codex login`"
-    else:
-        how = "log in by running `claude` and typing /login"
+    program = login_program(spec, family)
+    if program is not None:
+        cli = shlex.quote(program)
+        how = (
+            f"log in with `{cli} login`"
+            if family == "codex"
+            else f"log in by running `{cli}` and typing /login"
+        )
+    else:  # the CLI is not installed: the command that installs it, and where it goes
+        cli = shlex.quote(str(npm_prefix() / "node_modules" / ".bin" / family))
+        name = "codex" if family == "codex" else "claude-code"
+        login = f"`{cli} login`" if family == "codex" else f"`{cli}`, then /login"
+        how = f"install its CLI with `subagents agents install {name}`, then log in: {login}"
     return (
         f"{how} (your login in ~/.{family} is used), or give the entry its key: "
         f'[agents.{spec.name}] env = {{ {keys} = "..." }}'

@@ -26,7 +26,8 @@ from subagents.harness.llm.types import (
 )
 from subagents.harness.runtime import AgentRuntime
 from subagents.harness.session import SessionStore
-from subagents.harness.tools import ToolResult, ToolSpec
+from subagents.harness.tasks import TaskRuntime
+from subagents.harness.tools import ToolRegistry, ToolResult, ToolSpec
 from subagents.protocol.jsonrpc import JsonValue
 from subagents.providers import (
     CancelSignal,
@@ -449,3 +450,49 @@ async def test_the_provider_kit_catches_a_provider_that_does_not_repeat_the_gate
         await check.run(factory, scenarios)
     assert "called directly accepted" in caught.value.detail
     assert "'output_schema'" in caught.value.detail
+
+
+@pytest.mark.parametrize("raised", list(RAISES))
+async def test_what_a_background_tasks_tool_raises_fails_only_that_task(raised: str) -> None:
+    """Issue 35, part A, points 1 and 2, for background tasks: what a tool run as a task
+    raises (no Exception: a BaseException subclass, KeyboardInterrupt, SystemExit, a stray
+    CancelledError) fails that task, naming the exception's type and text; a sibling task and
+    the task runtime go on, and the code after it runs."""
+    registry = ToolRegistry()
+    registry.register(RaisingTool())
+    gate = anyio.Event()
+    registry.register(GatedTool(gate))
+    reached: list[str] = []
+    with anyio.fail_after(10):
+        async with TaskRuntime(registry) as runtime:
+            sibling = runtime.start("gated", {})
+            crashing = runtime.start("explode", {"kind": raised})
+            crashed = await runtime.result(crashing.task_id)
+            reached.append("crashed")
+            gate.set()
+            done = await runtime.result(sibling.task_id)
+            reached.append("end of the body")
+    assert reached == ["crashed", "end of the body"]
+    assert crashed.state == "failed"
+    assert crashed.result is not None
+    assert CAUSE_TYPES[raised].__name__ in crashed.result.content
+    assert CAUSE_TEXTS[raised] in crashed.result.content
+    assert done.state == "completed"
+
+
+class GatedTool:
+    """A tool that waits for ``gate`` (or its signal)."""
+
+    def __init__(self, gate: anyio.Event) -> None:
+        self.gate = gate
+
+    @property
+    def spec(self) -> ToolSpec:
+        return ToolSpec("gated", "waits", {"type": "object"})
+
+    async def execute(
+        self, arguments: Mapping[str, JsonValue], *, cancel: CancelSignal
+    ) -> ToolResult:
+        with cancel.linked_scope():
+            await self.gate.wait()
+        return ToolResult("opened")

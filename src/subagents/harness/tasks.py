@@ -16,7 +16,9 @@ with an error naming what is wrong; see :mod:`~subagents.harness.arguments`).
 
 At most ``max_running`` tasks run at once (a start beyond that is refused, not queued), and
 every task is cancelled and awaited when the runtime's owner closes it: its signal fires, and
-a task still running after ``close_timeout`` is cancelled outright.
+a task still running after ``close_timeout`` is cancelled outright. What a task's tool raises
+(any exception, also a ``BaseException`` such as ``KeyboardInterrupt`` or ``SystemExit``, or a
+stray ``CancelledError`` no cancel scope of ours raised) fails that task only, naming it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from typing import Final, Literal, TypeAlias, final
 
 import anyio
 
+from .._cancellation import is_real_cancellation
+from .._exception_groups import first_leaf
 from .._owned import OwnedTaskGroup
 from ..cancel import CancelSignal
 from ..protocol.jsonrpc import JsonValue
@@ -158,13 +162,17 @@ class TaskRuntime:
                     task.state = "cancelled"
                 else:
                     task.state = "failed" if result.is_error else "completed"
-            except anyio.get_cancelled_exc_class():
-                task.state = "cancelled"
-                task.result = ToolResult.error("cancelled: the task runtime closed")
-                raise
-            except Exception as exc:
+            except BaseException as exc:
+                if is_real_cancellation(exc):
+                    task.state = "cancelled"
+                    task.result = ToolResult.error("cancelled: the task runtime closed")
+                    raise
+                # The tool's own exception, whatever it is (a BaseException subclass, a stray
+                # cancel, KeyboardInterrupt or SystemExit raised by its code): this task's
+                # failure, never its siblings' or the runtime's.
                 task.state = "failed"
-                task.result = ToolResult.error(f"{type(exc).__name__}: {exc}")
+                cause = first_leaf(exc)
+                task.result = ToolResult.error(f"{type(cause).__name__}: {cause}")
             finally:
                 task.ended_at = time.time()
                 task.done.set()

@@ -52,3 +52,24 @@ def test_a_state_directory_or_a_key_claims_nothing(
 def test_other_agents_are_not_judged_this_way(home: Path) -> None:
     """Only Claude agents: an ACP agent of another family gets no claim."""
     assert claude_login_absent(AgentSpec("r", "acp", ("python", "agent.py"))) is None
+
+
+def test_a_crash_that_merely_contains_a_network_marker_is_not_no_network() -> None:
+    """Issue 35 (the last mile, C: the tour): an agent that exits with `ModuleNotFoundError`
+    was told "cannot reach its model: check the network" ("modulenotfounderror" contains
+    "enotfound"); markers now match as words of their own."""
+    from subagents.providers._readiness import classify
+
+    agent = AgentSpec("x", "acp", ("python3", "agent.py"))
+    crash = (
+        "the agent closed before answering initialize: agent 'x' exited with status 1; stderr "
+        "tail: \"python3: Error while finding module specification for 'm' "
+        "(ModuleNotFoundError: No module named 'm')\""
+    )
+    assert classify(agent, crash) is None
+    offline = classify(agent, "request failed: getaddrinfo ENOTFOUND api.example.com")
+    assert offline is not None
+    assert offline.cause == "no network"
+    said = classify(agent, "Error: Invalid API key · Fix external API key")
+    assert said is not None
+    assert said.cause == "not logged in"

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import tempfile
@@ -238,22 +239,28 @@ _NETWORK: Final = (
 )
 
 
+def _says(lower: str, markers: tuple[str, ...]) -> bool:
+    """Whether ``lower`` has one of ``markers`` as words of its own (``ENOTFOUND`` is no
+    network; ``ModuleNotFoundError`` is not)."""
+    return any(re.search(rf"(?<![a-z0-9_]){re.escape(m)}(?![a-z0-9_])", lower) for m in markers)
+
+
 def classify(spec: AgentSpec, message: str) -> NotReady | None:
     """What the agent said when it failed, as a known cause (else None)."""
     text = " ".join(message.split())
     lower = text.lower()
     family = agent_family(spec)
     login = _login_hint(spec, family) if family is not None else None
-    if any(marker in lower for marker in _NOT_LOGGED_IN):
+    if _says(lower, _NOT_LOGGED_IN):
         return NotReady(
             "not logged in", text, login or f"log in with {spec.name}, or give it its API key"
         )
-    if any(marker in lower for marker in _CREDENTIALS):
+    if _says(lower, _CREDENTIALS):
         return NotReady(
             "needs credentials",
             text,
             login or f"{spec.name} needs credentials: log in with it, or set its API key",
         )
-    if any(marker in lower for marker in _NETWORK):
+    if _says(lower, _NETWORK):
         return NotReady("no network", text, _network_hint(spec))
     return None

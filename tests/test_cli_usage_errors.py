@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 BAD_INVOCATIONS = [
+    [],
+    ["--debug"],
     ["no-such-command"],
     ["demo", "--only", "nope"],
     ["demo", "--cancel-after", "-1"],
@@ -49,14 +51,14 @@ BAD_INVOCATIONS = [
 ]
 
 
-@pytest.mark.parametrize("argv", BAD_INVOCATIONS, ids=" ".join)
+@pytest.mark.parametrize("argv", BAD_INVOCATIONS, ids=lambda argv: " ".join(argv) or "(none)")
 def test_a_usage_error_is_one_line_and_a_hint_with_exit_status_2(
     argv: list[str], tmp_path: Path
 ) -> None:
     """Issue 35 (the last mile, C.1): a bad value for any command's option is a usage error:
     exit status 2 and at most two lines on stderr (the error, then a hint), never a traceback
     (`subagents demo --only nope` printed a 142-line exception group; argparse's errors
-    printed the whole usage first)."""
+    printed the whole usage first; `subagents` alone printed the whole help)."""
     done = subprocess.run(
         [sys.executable, "-m", "subagents", *argv],
         capture_output=True,

@@ -38,7 +38,12 @@ with ``add_parser(subparsers)`` and ``run(args) -> int``."""
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``subagents`` command."""
-    parser = _Parser(prog="subagents", description="A toolkit for out-of-process agents (ACP).")
+    parser = _Parser(
+        prog="subagents",
+        description="A toolkit for out-of-process agents (ACP).",
+        epilog="Start with `subagents demo`, then `subagents run reference hello`; "
+        "`subagents COMMAND --help` describes each command.",
+    )
     parser.add_argument("-V", "--version", action="version", version=f"subagents {__version__}")
     parser.add_argument(
         "--debug", action="store_true", help="show tracebacks of errors (one line otherwise)"
@@ -63,9 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:  # named by the command's own parser, whose --help lists what it takes
         parsers.get(args.command, parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     module = modules.get(args.command)
-    if module is None:
-        parser.print_help(sys.stderr)
-        return 2
+    if module is None:  # no command: a usage error like any other
+        parser.error(f"no command given (one of {', '.join(_COMMANDS)})")
     if args.command == "conformance":
         try:
             return module.run(args)

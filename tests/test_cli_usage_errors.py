@@ -41,6 +41,7 @@ BAD_INVOCATIONS = [
     ["serve", "--sessions", "/proc/no/such/dir"],
     ["serve", "--listen", "nope"],
     ["serve", "--listen", "127.0.0.1:0", "--max-connections", "0"],
+    ["serve", "--listen", "127.0.0.1:0", "--", "./no-such-agent"],
     ["serve", "--a2a", "127.0.0.1:0", "--public-url", "notaurl"],
     ["serve", "--a2a", "127.0.0.1:0", "--agent", "nope"],
     ["bridge"],

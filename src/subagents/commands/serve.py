@@ -351,11 +351,27 @@ def _limits(args: argparse.Namespace) -> ServerLimits:
         raise ServeConfigError(str(exc)) from exc
 
 
+def _check_program(program: str) -> None:
+    """The agent command's program must exist before the first connection (each connection
+    starts one; a missing program would fail every one of them, after \"listening on\")."""
+    import shutil
+
+    if os.sep in program:
+        path = Path(program).expanduser()
+        if not path.is_file() or not os.access(path, os.X_OK):
+            what = "is not executable" if path.is_file() else "does not exist"
+            where = "" if path.is_absolute() else f" (relative to {Path.cwd()})"
+            raise ServeConfigError(f"the agent command: {program}{where} {what}")
+    elif shutil.which(program) is None:
+        raise ServeConfigError(f"the agent command: `{program}` is not on PATH")
+
+
 def _backend(args: argparse.Namespace) -> AgentBackend:
     from ..remote import agent_command, runtime_agent
 
     command = _agent_command(args)
     if command:
+        _check_program(command[0])
         # The agent gets this environment, less the token's variable.
         env = {name: value for name, value in os.environ.items() if name != args.token_env}
         return agent_command(command, env=env)

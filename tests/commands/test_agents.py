@@ -254,7 +254,7 @@ def test_import_write_appends_and_refuses_a_duplicate(
     before = target.read_text()
     code, out, err = run_cli(capsys, "agents", "import", str(source), "--write", str(target))
     assert (code, out) == (2, "")
-    assert err.startswith("subagents agents: ")
+    assert err.startswith("subagents agents import: ")  # the command, as install's are
     assert "already has an entry agents.demo-uvx" in err
     assert err.splitlines()[1] == "  hint: pass --name NAME to import it under another name"
     assert len(err.splitlines()) == 2
@@ -289,5 +289,5 @@ def test_debug_shows_the_traceback(capsys: pytest.CaptureFixture[str], tmp_path:
     code, _, err = run_cli(capsys, "--debug", "agents", "import", str(tmp_path / "none.json"))
     assert code == 2
     assert "Traceback" in err
-    assert err.splitlines()[-2].startswith("subagents agents: ")
+    assert err.splitlines()[-2].startswith("subagents agents import: ")
     assert err.splitlines()[-1].startswith("  hint: ")

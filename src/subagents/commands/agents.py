@@ -137,6 +137,8 @@ def run(args: argparse.Namespace) -> int:
     debug = bool(getattr(args, "debug", False))
     from ..config import ConfigError
 
+    command = "agents import" if getattr(args, "agents_action", None) == "import" else "agents"
+
     try:
         if getattr(args, "agents_action", None) == "import":
             return _import(args)
@@ -150,13 +152,13 @@ def run(args: argparse.Namespace) -> int:
         _list(agents, as_json=args.json, out=sys.stdout)
         return 0
     except (ConfigError, _UsageError) as exc:
-        error_line("agents", str(exc), hint=exc.hint, exc=exc, debug=debug)
+        error_line(command, str(exc), hint=exc.hint, exc=exc, debug=debug)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return EXIT_CANCELLED
     except Exception as exc:
         hint = None if debug else DEBUG_HINT
-        error_line("agents", f"{type(exc).__name__}: {exc}", hint=hint, exc=exc, debug=debug)
+        error_line(command, f"{type(exc).__name__}: {exc}", hint=hint, exc=exc, debug=debug)
         return EXIT_FAILED
 
 

@@ -17,7 +17,7 @@ import anyio
 
 from ._exception_groups import leaf_exceptions
 
-__all__ = ("is_real_cancellation", "owner_cancelled")
+__all__ = ("is_real_cancellation", "owner_cancelled", "passes_through")
 
 
 def owner_cancelled() -> bool:
@@ -37,3 +37,10 @@ def is_real_cancellation(exc: BaseException) -> bool:
     else:
         leaves = [exc]
     return all(isinstance(leaf, cancelled) for leaf in leaves) and owner_cancelled()
+
+
+def passes_through(exc: BaseException) -> bool:
+    """Whether code that keeps what its children raise as their failure must still re-raise
+    ``exc``: a real cancellation, or ``GeneratorExit`` (the coroutine itself is being closed).
+    Anything else, a ``BaseException`` included, is the failure of the code that raised it."""
+    return isinstance(exc, GeneratorExit) or is_real_cancellation(exc)

@@ -17,6 +17,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
+from subagents._cancellation import is_real_cancellation, passes_through
 from subagents.harness.llm.offline import OfflineModel
 from subagents.harness.llm.types import (
     LlmCancelled,
@@ -496,3 +497,26 @@ class GatedTool:
         with cancel.linked_scope():
             await self.gate.wait()
         return ToolResult("opened")
+
+
+async def test_a_cancellation_is_real_only_while_a_scope_around_it_is_cancelled() -> None:
+    """Issue 35, part A, point 2: the backend's cancellation is real while a cancel scope
+    around the code seeing it is cancelled, and the same exception seen where none is (a
+    stray) is not; ``GeneratorExit`` (a coroutine being closed) always passes through, and
+    any other BaseException never does."""
+    seen: list[tuple[BaseException, bool]] = []
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        try:
+            await anyio.sleep(5)
+        except anyio.get_cancelled_exc_class() as exc:
+            seen.append((exc, is_real_cancellation(exc)))
+            raise
+    assert scope.cancelled_caught
+    ((exc, real),) = seen
+    assert real
+    assert passes_through(exc) is False  # seen here, outside the cancelled scope: a stray
+    assert not is_real_cancellation(exc)
+    assert passes_through(GeneratorExit())
+    assert not passes_through(Boom("no"))
+    assert not passes_through(KeyboardInterrupt())

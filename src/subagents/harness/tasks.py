@@ -32,7 +32,7 @@ from typing import Final, Literal, TypeAlias, final
 
 import anyio
 
-from .._cancellation import is_real_cancellation
+from .._cancellation import passes_through
 from .._exception_groups import first_leaf
 from .._owned import OwnedTaskGroup
 from ..cancel import CancelSignal
@@ -163,7 +163,7 @@ class TaskRuntime:
                 else:
                     task.state = "failed" if result.is_error else "completed"
             except BaseException as exc:
-                if is_real_cancellation(exc):
+                if passes_through(exc):
                     task.state = "cancelled"
                     task.result = ToolResult.error("cancelled: the task runtime closed")
                     raise

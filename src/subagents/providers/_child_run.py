@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Generic, Self, TypeVar, cast
 import anyio
 import anyio.abc
 
-from .._cancellation import is_real_cancellation
+from .._cancellation import passes_through
 from .._exception_groups import sole_leaf
 from .._owned import OwnedTaskGroup
 from ..transports.process import AgentProcess, kill_process_group, process_group_alive
@@ -277,7 +277,7 @@ class ChildRun(abc.ABC, Generic[ProviderT]):
                 self._scope = scope
                 await self._run(provider, request, self._cancel)
         except BaseException as exc:
-            if is_real_cancellation(exc):
+            if passes_through(exc):
                 raise
             cause = sole_leaf(exc)
             if not self._published.is_set():
@@ -438,7 +438,7 @@ class ChildConversation(abc.ABC):
                 self._scope = scope
                 await self._converse()
         except BaseException as exc:  # the start failed, or the child went away: report it
-            if is_real_cancellation(exc):
+            if passes_through(exc):
                 raise
             self._failure = sole_leaf(exc)  # as ChildRun.drive: the child's code raised it
         finally:

@@ -44,6 +44,7 @@ BAD_INVOCATIONS = [
     ["serve", "--listen", "127.0.0.1:0", "--", "./no-such-agent"],
     ["serve", "--a2a", "127.0.0.1:0", "--public-url", "notaurl"],
     ["serve", "--a2a", "127.0.0.1:0", "--agent", "nope"],
+    ["serve", "--a2a", "127.0.0.1:0", "--agent", "unknown-kind"],
     ["bridge"],
     ["bridge", "notaurl"],
     ["bridge", "http://127.0.0.1:1/acp", "--timeout", "abc"],
@@ -60,6 +61,7 @@ def test_a_usage_error_is_one_line_and_a_hint_with_exit_status_2(
     exit status 2 and at most two lines on stderr (the error, then a hint), never a traceback
     (`subagents demo --only nope` printed a 142-line exception group; argparse's errors
     printed the whole usage first; `subagents` alone printed the whole help)."""
+    (tmp_path / "subagents.toml").write_text('[agents.unknown-kind]\nprovider = "no-such-kind"\n')
     done = subprocess.run(
         [sys.executable, "-m", "subagents", *argv],
         capture_output=True,
@@ -76,3 +78,26 @@ def test_a_usage_error_is_one_line_and_a_hint_with_exit_status_2(
     assert lines[0].startswith("subagents"), done.stderr
     if len(lines) == 2:
         assert lines[1].startswith("  hint: "), done.stderr
+
+
+def test_a_commands_own_bug_is_one_line_and_a_hint_with_exit_status_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 35 (the last mile, C.1): whatever a command raises that it did not expect ends
+    as one line naming it and a hint to rerun with --debug (exit 1), never a traceback;
+    --debug shows the traceback."""
+    from subagents import cli
+    from subagents.commands import demo
+
+    def broken(args: object) -> int:
+        raise ExceptionGroup("in a task group", [OSError("the disk is full")])
+
+    monkeypatch.setattr(demo, "run", broken)
+    assert cli.main(["demo"]) == 1
+    err = capsys.readouterr().err
+    assert err.splitlines() == [
+        "subagents demo: unexpected error: OSError: the disk is full",
+        "  hint: rerun with --debug to see the traceback",
+    ]
+    assert cli.main(["--debug", "demo"]) == 1
+    assert "Traceback" in capsys.readouterr().err

@@ -70,12 +70,19 @@ def main(argv: list[str] | None = None) -> int:
     module = modules.get(args.command)
     if module is None:  # no command: a usage error like any other
         parser.error(f"no command given (one of {', '.join(_COMMANDS)})")
-    if args.command == "conformance":
-        try:
-            return module.run(args)
-        except KeyboardInterrupt:
-            return 130
-    return module.run(args)
+    try:
+        return module.run(args)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # a command's own bug: one line too (--debug: the traceback)
+        from ._exception_groups import first_leaf
+        from .commands._common import DEBUG_HINT, EXIT_FAILED, error_line
+
+        leaf = first_leaf(exc)
+        debug = bool(args.debug)
+        message = f"unexpected error: {type(leaf).__name__}: {leaf}"
+        error_line(args.command, message, hint=None if debug else DEBUG_HINT, exc=exc, debug=debug)
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":

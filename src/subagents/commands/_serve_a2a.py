@@ -56,6 +56,7 @@ def run_a2a(args: argparse.Namespace) -> int:
     from hypercorn.config import Config
 
     from ..config import ConfigError, load_agents
+    from ..providers.factory import UnknownProviderKind
     from ..remote import RemoteServerConfigError, check_listen_address
     from ..remote.server import configure_tls
     from .serve import ServeConfigError, parse_listen, read_token
@@ -91,7 +92,7 @@ def run_a2a(args: argparse.Namespace) -> int:
             args.public_url,
             _Tls(args.tls_cert, args.tls_key),
         )
-    except (RemoteServerConfigError, ConfigError) as exc:
+    except (RemoteServerConfigError, ConfigError, UnknownProviderKind) as exc:
         sys.stderr.write(f"subagents serve: {exc}\n")
         return 2
     except KeyboardInterrupt:

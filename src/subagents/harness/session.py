@@ -335,9 +335,9 @@ class SessionStore:
             self._keys_ready = True
             return keys
         # Claim the keys of the sessions already there in a directory of our own, then put it
-        # in place in one rename: a process claiming at the same time either sees none (and
-        # waits for ours) or its own, which ours never replaces (a rename onto a directory that
-        # is not empty fails).
+        # in place in one rename. When another process put its own there first, the rename
+        # fails (a directory holding claims is not replaced) or replaces one still empty:
+        # either way every process claims in the one .keys, which has the old keys.
         staging = self.directory / f"{_KEYS}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         staging.mkdir()
         try:
@@ -421,25 +421,10 @@ class SessionStore:
           ``key_prefix`` the key ``<key_prefix>.<n>``, the n-th such session of the store.
 
         The key is claimed, unique in the store (see the module docstring: a key taken is
-        bumped)."""
+        bumped). ``session_id`` is the new session's id (default a fresh uuid4); it must be a
+        valid id (see :meth:`path_for`) that this store does not have yet."""
         if key is not None and key_prefix is not None:
             raise SessionError("a session has a key or a key prefix, not both")
-        return self._create(parent, parent_id, depth, key, key_prefix, session_id, config)
-
-    def _create(
-        self,
-        parent: Session | None,
-        parent_id: str | None,
-        depth: int | None,
-        key: str | None,
-        key_prefix: str | None,
-        session_id: str | None,
-        config: Mapping[str, JsonValue] | None,
-    ) -> Session:
-        """See :meth:`create`.
-
-        ``session_id`` is the new session's id (default a fresh uuid4); it must be a valid id
-        (see :meth:`path_for`) that this store does not have yet."""
         if parent is not None and (parent_id is not None or depth is not None):
             raise SessionError("a child of a known parent takes its lineage from the parent")
         if depth is not None and depth < 0:

@@ -177,3 +177,31 @@ async def test_subagents_run_keeps_what_a_stopped_child_streamed(tmp_path: Path)
     assert "was stopped" in outcome["message"]
     assert isinstance(outcome["output"], str)
     assert outcome["output"].startswith("tick 1 tick 2 ")
+
+
+def test_the_docs_show_one_import_path_for_cancel_signal() -> None:
+    """Issue 35 (B7): ``CancelSignal`` has one documented import path, ``from subagents
+    import CancelSignal``: every README code block that imports it imports it from there;
+    the other paths (``subagents.cancel``, ``subagents.providers``,
+    ``subagents.providers.contract``) still give the same class."""
+    import re
+
+    import subagents.cancel
+    import subagents.providers
+    import subagents.providers.contract
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    imports = [
+        line.strip()
+        for block in re.findall(r"```python\n(.*?)```", readme, re.S)
+        for line in block.splitlines()
+        if "import" in line and "CancelSignal" in line
+    ]
+    assert imports
+    assert all(line == "from subagents import CancelSignal" for line in imports), imports
+    assert (
+        subagents.CancelSignal
+        is subagents.cancel.CancelSignal
+        is subagents.providers.CancelSignal
+        is subagents.providers.contract.CancelSignal
+    )

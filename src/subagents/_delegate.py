@@ -72,6 +72,7 @@ from .providers.contract import (
     SubagentProvider,
     SubagentRequest,
     SubagentRun,
+    child_id_of,
 )
 
 if TYPE_CHECKING:
@@ -453,7 +454,7 @@ class _Host:
                 return None
             if failure is None and outcome is None:  # stopped outright
                 run = self._child
-                child_id = run.id if run is not None else ""
+                child_id = child_id_of(run) if run is not None else ""
                 outcome = await stopped_outcome(
                     run, child_id, self._stopped or "stopped", streamed.text
                 )

@@ -1,7 +1,10 @@
 """The cancellation signal of a delegation: owned by the caller, observed by whoever runs it.
 
-A leaf that the run contract (:mod:`subagents.providers.contract`) and the in-process runtime
-(:mod:`subagents.harness`) both use; it imports nothing of the project.
+Import it as ``from subagents import CancelSignal`` (its one documented path). It is defined
+here, a leaf that the run contract (:mod:`subagents.providers.contract`) and the in-process
+runtime (:mod:`subagents.harness`) both use; it imports nothing of the project. (The
+project's own modules import it from here; ``subagents.providers`` re-exports the same class
+so that older imports keep working.)
 """
 
 from __future__ import annotations

@@ -73,15 +73,15 @@ async def test_a_streamed_artifact_completes_the_run_with_its_text(server: A2ASe
             tracked = await service.start("remote", SubagentRequest("echo one two"))
             outcome = await tracked.result()
             await tracked.dispose()
-        assert outcome == SubagentOutcome.completed(tracked.id, "echo one two")
-        assert tracked.id.startswith("remote:")
+        assert outcome == SubagentOutcome.completed(tracked.child_id, "echo one two")
+        assert tracked.child_id.startswith("remote:")
         first = started[0]
         assert isinstance(first, SubagentStarted)
         assert first.remote_id
         _, _, run = await _run(provider, "echo kept")
         assert run.task_id
         assert run.context_id
-        assert run.remote_id == run.task_id != run.id
+        assert run.remote_id == run.task_id != run.child_id
         _, events, _ = await _run(provider, "echo a b c")
         texts = [e.text for e in events if isinstance(e, TextProgress)]
         assert texts == ["echo", " a", " b", " c"]
@@ -138,7 +138,7 @@ async def test_unsuccessful_states_fail_the_turn(
     assert outcome.status == "failed"
     assert outcome.failure_kind == "turn"
     assert outcome.message == expected
-    assert outcome.child_id == run.id
+    assert outcome.child_id == run.child_id
 
 
 async def test_the_signal_cancels_the_remote_task(server: A2AServer) -> None:
@@ -260,7 +260,7 @@ async def test_later_messages_continue_the_same_context(server: A2AServer) -> No
             assert conversation.outcomes[0].output == "echo first"
             second = await conversation.send("recall")
             context_id = conversation.remote_id
-            child_id = conversation.id
+            child_id = conversation.child_id
             await conversation.dispose()
     assert second == SubagentOutcome.completed(child_id, "echo first")
     assert context_id
@@ -319,7 +319,7 @@ async def test_runs_share_one_http_client_and_one_card_fetch_closed_on_exit(
                 SubagentRequest("echo first"), cancel=CancelSignal()
             )
             assert await conversation.send("recall") == SubagentOutcome.completed(
-                conversation.id, "echo first"
+                conversation.child_id, "echo first"
             )
             await conversation.dispose()
         assert (await provider.card()).name == "scripted"

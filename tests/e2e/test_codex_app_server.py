@@ -197,7 +197,7 @@ async def test_a_cancelled_run_settles_cancelled_mid_stream(
             await run.dispose()
     assert outcome.status == "cancelled"
     assert outcome.message == "the parent changed its mind"
-    assert outcome.child_id == run.id
+    assert outcome.child_id == run.child_id
 
 
 # ---------------------------------------------------------------- approvals
@@ -252,12 +252,12 @@ async def test_a_thread_resumes_in_a_second_process(
                 SubagentRequest("Say hello."), cancel=CancelSignal()
             )
             await first.dispose()  # the first codex process exits
-            child_id = first.id
+            child_id = first.child_id
             second = await provider.resume_continuable(child_id, cancel=CancelSignal())
             outcome = await second.send("Say hello again.")
             await second.dispose()
     assert [o.output for o in first.outcomes] == [DEFAULT_REPLY]
-    assert second.id == child_id
+    assert second.child_id == child_id
     assert outcome.status == "completed"
     assert outcome.output == DEFAULT_REPLY
     assert len(fake_openai.requests) == 2

@@ -178,7 +178,7 @@ async def delegate(
 
     def listen(event: object) -> None:
         if isinstance(event, SubagentStarted):
-            started.append(event.run_id)
+            started.append(event.child_id)
 
     service.subscribe(listen)
     directory = runtime.sessions.directory

@@ -464,7 +464,7 @@ async def test_a_continuable_child_resumes_cold_from_its_session_file(tmp_path: 
         child = await provider.prepare_continuable(
             SubagentRequest("first", depth_limit=1), cancel=CancelSignal()
         )
-        child_id = child.id
+        child_id = child.child_id
         await child.dispose()
     async with delegation(tmp_path) as (runtime, service):
         provider = service.provider("spawn")

@@ -70,4 +70,4 @@ async def test_background_delegation_runs_through_the_tasks_runtime_with_one_lif
 def test_a_one_shot_run_has_no_steering_or_resume() -> None:
     """Seam note: "one-shot SubagentRun has no steering or resume operation"."""
     members = {name for name in dir(SubagentRun) if not name.startswith("_")}
-    assert members == {"id", "result", "dispose", "progress"}
+    assert members == {"child_id", "result", "dispose", "progress"}

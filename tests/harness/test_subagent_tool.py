@@ -29,7 +29,7 @@ pytestmark = pytest.mark.anyio
 
 @dataclass
 class Run:
-    id: str
+    child_id: str
     outcome: SubagentOutcome | None
     cancel: CancelSignal
     result_error: Exception | None = None
@@ -41,7 +41,7 @@ class Run:
         self.log.append("result")
         if self.hang:
             await self.cancel.wait()
-            return SubagentOutcome.cancelled(self.id, self.cancel.reason or "")
+            return SubagentOutcome.cancelled(self.child_id, self.cancel.reason or "")
         if self.result_error is not None:
             raise self.result_error
         assert self.outcome is not None

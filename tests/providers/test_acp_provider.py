@@ -182,10 +182,12 @@ async def test_a_continuable_acp_child_hears_later_messages_and_resumes_cold(
         with anyio.fail_after(30):
             async with ContinuationManager(service) as children:
                 child = await children.start("acp", SubagentRequest("echo first"))
-                second = await children.deliver(child.id, "echo second")
-                await children.release(child.id)  # the agent process exits
-                third = await children.deliver(child.id, "echo third")  # a new process loads it
-                child_id = child.id
+                second = await children.deliver(child.child_id, "echo second")
+                await children.release(child.child_id)  # the agent process exits
+                third = await children.deliver(
+                    child.child_id, "echo third"
+                )  # a new process loads it
+                child_id = child.child_id
                 session_id = children.known()[child_id].remote_id
     assert second.output == "echo second"
     assert third.output == "echo third"

@@ -144,11 +144,11 @@ async def test_a_resume_only_agent_is_resumed_cold_through_session_resume(
         with anyio.fail_after(30):
             async with ContinuationManager(service) as children:
                 child = await children.start("acp", SubagentRequest("echo first"))
-                second = await children.deliver(child.id, "echo second")
-                await children.release(child.id)  # the agent process exits
-                third = await children.deliver(child.id, "echo third")  # a new process
-                history = await children.deliver(child.id, "history")
-                child_id = child.id
+                second = await children.deliver(child.child_id, "echo second")
+                await children.release(child.child_id)  # the agent process exits
+                third = await children.deliver(child.child_id, "echo third")  # a new process
+                history = await children.deliver(child.child_id, "history")
+                child_id = child.child_id
                 session_id = children.known()[child_id].remote_id
     assert second.output == "echo second"
     assert third.output == "echo third"
@@ -181,14 +181,14 @@ async def test_resume_continuable_reopens_a_resume_only_session(tmp_path: Path) 
                 SubagentRequest("echo first"), cancel=CancelSignal()
             )
             await first.dispose()
-            resumed = await provider.resume_continuable(first.id, cancel=CancelSignal())
+            resumed = await provider.resume_continuable(first.child_id, cancel=CancelSignal())
             try:
                 history = await resumed.send("history")
                 after = await resumed.send("echo again")
             finally:
                 await resumed.dispose()
     assert first.outcomes[0].output == "echo first"
-    assert resumed.id == first.id
+    assert resumed.child_id == first.child_id
     assert history.output == "history: echo first"
     assert after.output == "echo again"
     methods = [method for _, method in _setups(log)]

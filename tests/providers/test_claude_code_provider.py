@@ -392,7 +392,7 @@ async def test_a_cold_resume_keeps_the_tool_filter_it_was_started_with(tmp_path:
                 SubagentRequest("hello", tool_filter=["Read"]), cancel=CancelSignal()
             )
             await child.dispose()
-            resumed = await made.resume_continuable(child.id, cancel=CancelSignal())
+            resumed = await made.resume_continuable(child.child_id, cancel=CancelSignal())
             await resumed.send("hello")
             await resumed.dispose()
     argvs = [m["argv"] for m in received(tmp_path) if "argv" in m]
@@ -400,7 +400,7 @@ async def test_a_cold_resume_keeps_the_tool_filter_it_was_started_with(tmp_path:
         "--tools=Read",
         f"--resume={child.remote_id}",
     ]
-    assert resumed.id == child.id  # resumed by its child id, it keeps it
+    assert resumed.child_id == child.child_id  # resumed by its child id, it keeps it
 
 
 async def test_a_continuable_child_runs_later_turns_and_resumes(tmp_path: Path) -> None:
@@ -410,7 +410,7 @@ async def test_a_continuable_child_runs_later_turns_and_resumes(tmp_path: Path) 
             second = await child.send("[[error]]")
             await child.dispose()
             after = await child.send("hello")
-            resumed = await made.resume_continuable(child.id, cancel=CancelSignal())
+            resumed = await made.resume_continuable(child.child_id, cancel=CancelSignal())
             third = await resumed.send("hello")
             await resumed.dispose()
     assert [o.status for o in child.outcomes] == ["completed", "failed"]

@@ -445,7 +445,7 @@ async def test_a_continuable_child_hears_later_messages_on_its_thread(tmp_path: 
     assert after.failure_kind == "infrastructure"
     turns = [m for m in received(record) if m.get("method") == "turn/start"]
     assert len({t["params"]["threadId"] for t in turns}) == 1  # type: ignore[index]
-    assert child.id.startswith("codex:")
+    assert child.child_id.startswith("codex:")
     assert child.remote_id.startswith("thr-")
 
 

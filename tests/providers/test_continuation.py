@@ -33,12 +33,13 @@ STORE: dict[str, list[str]] = {}
 
 @dataclass
 class Chat:
-    id: str
+    child_id: str
     live: bool = True
+    outcomes: list[SubagentOutcome] = field(default_factory=list[SubagentOutcome])
 
     @property
     def remote_id(self) -> str:
-        return self.id
+        return self.child_id
 
     async def send(
         self,
@@ -48,8 +49,10 @@ class Chat:
         on_progress: Callable[[ProgressEvent], None] | None = None,
     ) -> SubagentOutcome:
         assert self.live, "sent to a disposed child"
-        STORE[self.id].append(message)
-        return SubagentOutcome.completed(self.id, " | ".join(STORE[self.id]))
+        STORE[self.child_id].append(message)
+        outcome = SubagentOutcome.completed(self.child_id, " | ".join(STORE[self.child_id]))
+        self.outcomes.append(outcome)
+        return outcome
 
     async def dispose(self) -> None:
         self.live = False
@@ -70,7 +73,7 @@ class ChatProvider:
     ) -> Continuation:
         self.prepared += 1
         child = Chat(f"chat-{len(STORE) + 1}")
-        STORE[child.id] = []
+        STORE[child.child_id] = []
         return child
 
     async def resume_continuable(
@@ -114,22 +117,22 @@ async def test_later_messages_reach_the_child_and_a_released_child_resumes_cold(
     service.register(provider)
     async with ContinuationManager(service) as children:
         child = await children.start("chat", SubagentRequest("plan the trip"))
-        first = await children.deliver(child.id, "book a train")
-        await children.release(child.id)
-        second = await children.deliver(child.id, "and a hotel")
+        first = await children.deliver(child.child_id, "book a train")
+        await children.release(child.child_id)
+        second = await children.deliver(child.child_id, "and a hotel")
         persisted = children.known()
     remote = child.remote_id
-    assert (first.output, first.child_id) == ("book a train", child.id)
-    assert (second.output, second.child_id) == ("book a train | and a hotel", child.id)
+    assert (first.output, first.child_id) == ("book a train", child.child_id)
+    assert (second.output, second.child_id) == ("book a train | and a hotel", child.child_id)
     assert provider.resumed == [remote]
-    assert persisted == {child.id: KnownChild("chat", remote)}
+    assert persisted == {child.child_id: KnownChild("chat", remote)}
 
     # A new manager (say, after a restart) continues the same child from the persisted ids.
     restored = {k: KnownChild.from_json(v.to_json()) for k, v in persisted.items()}
     async with ContinuationManager(service, known=restored) as later:
-        third = await later.deliver(child.id, "cheapest please")
+        third = await later.deliver(child.child_id, "cheapest please")
     assert third.output == "book a train | and a hotel | cheapest please"
-    assert third.child_id == child.id
+    assert third.child_id == child.child_id
     assert provider.resumed == [remote, remote]
 
 
@@ -165,12 +168,12 @@ async def test_continuable_children_emit_the_lifecycle_pair() -> None:
     async with ContinuationManager(service) as children:
         child = await children.start("chat", SubagentRequest("plan"))
         assert [type(e) for e in events] == [SubagentStarted]
-        reply = await children.deliver(child.id, "go")
-        await children.release(child.id)
+        reply = await children.deliver(child.child_id, "go")
+        await children.release(child.child_id)
         assert [type(e) for e in events] == [SubagentStarted, SubagentEnded]
-        await children.deliver(child.id, "again")
+        await children.deliver(child.child_id, "again")
     assert [type(e) for e in events] == [SubagentStarted, SubagentEnded] * 2
-    assert {e.run_id for e in events} == {child.id}
+    assert {e.child_id for e in events} == {child.child_id}
     ended = events[1]
     assert isinstance(ended, SubagentEnded)
     assert ended.outcome == reply

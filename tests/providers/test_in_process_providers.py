@@ -244,7 +244,7 @@ async def test_dispose_of_a_child_that_ignores_cancellation_raises_dispose_incom
                 await run.dispose()
     assert info.value.code is SubagentErrorCode.DISPOSE_INCOMPLETE
     assert "ignores cancellation" in info.value.message
-    assert run.id in info.value.message
+    assert run.child_id in info.value.message
 
 
 async def test_a_cancelled_run_keeps_the_text_it_streamed(tmp_path: Path) -> None:

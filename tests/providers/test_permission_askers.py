@@ -39,7 +39,7 @@ async def delegate(service: SubagentService, name: str, prompt: str) -> tuple[st
             outcome = await run.result()
             remote: object = getattr(run, "remote_id", "")
             assert isinstance(remote, str)
-            return run.id, remote, outcome.status
+            return run.child_id, remote, outcome.status
 
 
 async def test_an_acp_permission_policy_is_told_which_run_asks() -> None:
@@ -128,7 +128,7 @@ async def test_two_concurrent_runs_are_told_apart() -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(one)
             tg.start_soon(one)
-    assert sorted(a.run_id for a in askers) == sorted(ids)
+    assert sorted(a.child_id for a in askers) == sorted(ids)
     assert len(set(ids)) == 2
 
 

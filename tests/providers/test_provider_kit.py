@@ -58,8 +58,8 @@ class _Run:
         self._disposed = False
 
     @property
-    def id(self) -> str:
-        return self._inner.id
+    def child_id(self) -> str:
+        return self._inner.child_id
 
     async def result(self) -> SubagentOutcome:
         outcome = await self._inner.result()

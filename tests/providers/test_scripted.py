@@ -87,7 +87,7 @@ async def test_start_returns_only_once_the_child_is_published() -> None:
         async with run:
             outcome = await run.result()
         assert outcome.output == "A"
-        assert outcome.child_id == run.id == "scripted-1"
+        assert outcome.child_id == run.child_id == "scripted-1"
         assert provider.live_runs == 0
         assert provider.live_tasks == 0
 
@@ -121,7 +121,7 @@ async def test_turn_that_raises_settles_as_infrastructure_failure() -> None:
     assert outcome.status == "failed"
     assert outcome.failure_kind == "infrastructure"
     assert outcome.cause is crash
-    assert outcome.child_id == run.id
+    assert outcome.child_id == run.child_id
 
 
 async def test_progress_drops_the_oldest_events_when_nobody_reads() -> None:
@@ -176,11 +176,11 @@ async def test_continuable_conversation_keeps_one_child_id_across_turns() -> Non
         await conversation.dispose()
         with pytest.raises(SubagentError):
             await conversation.send("too late")
-        resumed = await provider.resume_continuable(conversation.id, cancel=CancelSignal())
+        resumed = await provider.resume_continuable(conversation.child_id, cancel=CancelSignal())
         third = await resumed.send("three")
     first = conversation.transcript[0][1]
     assert (first.output, second.output, third.output) == ("hello", "two", "three")
-    assert first.child_id == second.child_id == third.child_id == conversation.id
+    assert first.child_id == second.child_id == third.child_id == conversation.child_id
     assert resumed.resumed
     assert provider.live_tasks == 0
 

@@ -32,7 +32,7 @@ pytestmark = pytest.mark.anyio
 
 @dataclass
 class StubRun:
-    id: str
+    child_id: str
     outcome: SubagentOutcome | None = None
     raise_in_result: BaseException | None = None
     disposed: int = 0
@@ -116,7 +116,7 @@ async def test_multiple_providers_coexist_and_a_caller_picks_one_by_name() -> No
     service.register(spawn)
     service.register(acp)
     run = await service.start("acp", SubagentRequest("hi"))
-    assert run.id.startswith("acp:")
+    assert run.child_id.startswith("acp:")
     assert (spawn.starts, acp.starts) == (0, 1)
 
 
@@ -132,12 +132,12 @@ async def test_the_service_mints_unique_child_ids_whatever_the_provider_returns(
         service.register(StubProvider("acp"))
         runs.append(await service.start("acp", SubagentRequest("hi")))
         service.unregister("acp")
-    assert len({run.id for run in runs}) == 3
+    assert len({run.child_id for run in runs}) == 3
     assert [getattr(run, "remote_id", None) for run in runs] == ["acp-1"] * 3
     started = [e for e in events if isinstance(e, SubagentStarted)]
-    assert [e.run_id for e in started] == [run.id for run in runs]
+    assert [e.child_id for e in started] == [run.child_id for run in runs]
     assert [e.remote_id for e in started] == ["acp-1"] * 3
-    assert all(e.request.child_id == e.run_id for e in started)
+    assert all(e.request.child_id == e.child_id for e in started)
 
 
 async def test_an_unknown_provider_is_a_clear_error() -> None:
@@ -223,7 +223,9 @@ async def test_a_published_run_emits_exactly_one_started_and_one_ended() -> None
     events = recorder(service)
     request = SubagentRequest("hi")
     run = await service.start("acp", request)
-    assert events == [SubagentStarted(run.id, "acp", replace(request, child_id=run.id), "acp-1")]
+    assert events == [
+        SubagentStarted(run.child_id, "acp", replace(request, child_id=run.child_id), "acp-1")
+    ]
     provider.runs[0].outcome = SubagentOutcome.completed("acp-1", "done")
     provider.runs[0].finish.set()
     first = await run.result()
@@ -231,8 +233,8 @@ async def test_a_published_run_emits_exactly_one_started_and_one_ended() -> None
     await run.dispose()
     await run.dispose()
     assert first is second
-    assert first.child_id == run.id
-    assert events[1:] == [SubagentEnded(run.id, "acp", first)]
+    assert first.child_id == run.child_id
+    assert events[1:] == [SubagentEnded(run.child_id, "acp", first)]
 
 
 async def test_a_result_failure_after_publication_still_closes_the_pair() -> None:
@@ -249,7 +251,7 @@ async def test_a_result_failure_after_publication_still_closes_the_pair() -> Non
     assert (outcome.status, outcome.failure_kind, outcome.child_id) == (
         "failed",
         "infrastructure",
-        run.id,
+        run.child_id,
     )
     assert isinstance(outcome.cause, RuntimeError)
     assert [type(e) for e in events] == [SubagentStarted, SubagentEnded]
@@ -306,4 +308,4 @@ def test_a_listener_that_raises_does_not_break_the_service() -> None:
     service._emit(SubagentEnded("x", "p", SubagentOutcome.cancelled("x")))  # pyright: ignore[reportPrivateUsage]
     unsubscribe()
     service._emit(SubagentEnded("y", "p", SubagentOutcome.cancelled("y")))  # pyright: ignore[reportPrivateUsage]
-    assert [e.run_id for e in seen if isinstance(e, SubagentEnded)] == ["x"]
+    assert [e.child_id for e in seen if isinstance(e, SubagentEnded)] == ["x"]

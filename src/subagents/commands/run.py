@@ -63,6 +63,7 @@ from ..providers.contract import (
     SubagentOutcome,
     SubagentRequest,
     SubagentRun,
+    child_id_of,
 )
 from ._common import (
     DEBUG_HINT,
@@ -579,7 +580,7 @@ async def _delegate(
                 outcome = SubagentOutcome.cancelled("", cancel.reason or "cancelled")
             else:
                 async with child:
-                    child_id = child.id
+                    child_id = child_id_of(child)
                     console.event({"event": "started", "agent": spec.name, "child_id": child_id})
                     events = child.progress()
                     if isinstance(events, ProgressFeed):

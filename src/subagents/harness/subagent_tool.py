@@ -36,6 +36,7 @@ from ..providers.contract import (
     SubagentOutcome,
     SubagentRequest,
     SubagentRun,
+    child_id_of,
 )
 from ..providers.service import SubagentService
 from .arguments import argument_problems
@@ -162,7 +163,7 @@ class SubagentTool:
                 dispose_error = exc
         if result_error is not None and dispose_error is not None:
             raise ExceptionGroup(
-                f"subagent {run.id}: both the result and the disposal failed",
+                f"subagent {child_id_of(run)}: both the result and the disposal failed",
                 [result_error, dispose_error],
             )
         if result_error is not None:
@@ -208,7 +209,7 @@ async def _result(run: SubagentRun, on_progress: ToolProgressCallback | None) ->
                 try:
                     on_progress(event)
                 except Exception:  # the listener's bug must not fail the delegation
-                    logger.exception("subagent %s: a progress listener failed", run.id)
+                    logger.exception("subagent %s: a progress listener failed", child_id_of(run))
                     return
         finally:
             done.set()

@@ -38,6 +38,7 @@ from .contract import (
     SubagentOutcome,
     SubagentRequest,
     bounded_partial,
+    deprecated_alias,
     new_child_id,
 )
 from .permissions import PermissionAsker, RunAware
@@ -184,8 +185,14 @@ class ChildRun(abc.ABC, Generic[ProviderT]):
         self._quiescence.track(process)
 
     @property
-    def id(self) -> str:
+    def child_id(self) -> str:
         return self._child_id
+
+    @property
+    def id(self) -> str:
+        """Deprecated alias of :attr:`child_id` (removed in the next release)."""
+        deprecated_alias(self, "id")
+        return self.child_id
 
     @property
     def remote_id(self) -> str:
@@ -194,7 +201,7 @@ class ChildRun(abc.ABC, Generic[ProviderT]):
 
     def asker(self) -> PermissionAsker:
         """Who asks, for a permission policy (:class:`~subagents.providers.RunAware`)."""
-        return PermissionAsker(self.id, self._provider, self._child_key())
+        return PermissionAsker(self.child_id, self._provider, self._child_key())
 
     @property
     def published(self) -> bool:
@@ -232,13 +239,15 @@ class ChildRun(abc.ABC, Generic[ProviderT]):
         self._release.set()
         with anyio.CancelScope(shield=True):
             if not self._settled.is_set():
-                self._settle(SubagentOutcome.cancelled(self.id, "disposed before the turn ended"))
+                self._settle(
+                    SubagentOutcome.cancelled(self.child_id, "disposed before the turn ended")
+                )
                 if self._cancel is not None:
                     self._cancel.cancel("the run was disposed")
                 await self._stop_turn()
                 if self._scope is not None:
                     self._scope.cancel()
-        await self._quiescence.wait(self.id, self._provider, self._scope)
+        await self._quiescence.wait(self.child_id, self._provider, self._scope)
 
     def _settle(self, outcome: SubagentOutcome) -> None:
         if self._outcome is None:
@@ -284,11 +293,13 @@ class ChildRun(abc.ABC, Generic[ProviderT]):
                 self._start_error = cause
             else:
                 message = _describe(cause, self._failures)
-                self._settle(SubagentOutcome.failed(self.id, "infrastructure", message, cause))
+                self._settle(
+                    SubagentOutcome.failed(self.child_id, "infrastructure", message, cause)
+                )
         finally:
             self._on_task_end()
             if self._published.is_set():
-                self._settle(SubagentOutcome.cancelled(self.id, "the provider closed"))
+                self._settle(SubagentOutcome.cancelled(self.child_id, "the provider closed"))
             self._feed.close()
             self._phase.set()
             self._finished.set()
@@ -367,8 +378,14 @@ class ChildConversation(abc.ABC):
             ) from failure
 
     @property
-    def id(self) -> str:
+    def child_id(self) -> str:
         return self._child_id
+
+    @property
+    def id(self) -> str:
+        """Deprecated alias of :attr:`child_id` (removed in the next release)."""
+        deprecated_alias(self, "id")
+        return self.child_id
 
     @property
     def remote_id(self) -> str:
@@ -376,13 +393,13 @@ class ChildConversation(abc.ABC):
 
     def asker(self) -> PermissionAsker:
         """Who asks, for a permission policy (:class:`~subagents.providers.RunAware`)."""
-        return PermissionAsker(self.id, self._provider_name, self._child_key())
+        return PermissionAsker(self.child_id, self._provider_name, self._child_key())
 
     def _gone(self) -> SubagentOutcome:
         failure = self._failure
         what = "" if failure is None else _describe(failure, (Exception,))
         return SubagentOutcome.failed(
-            self.id, "infrastructure", f"the child is gone: {what}", failure
+            self.child_id, "infrastructure", f"the child is gone: {what}", failure
         )
 
     async def send(
@@ -412,7 +429,7 @@ class ChildConversation(abc.ABC):
 
     async def dispose(self) -> None:
         self._jobs_in.close()
-        await self._quiescence.wait(self.id, self._provider_name, self._scope)
+        await self._quiescence.wait(self.child_id, self._provider_name, self._scope)
 
     async def _serve(self, turn: Turn) -> None:
         """The session is open: run each message sent as a ``turn``, until disposed. A turn's
@@ -601,5 +618,5 @@ class ChildProvider:
         if scope.cancelled_caught:
             await conversation.dispose()
             raise self._cancelled_during_start(cancel)
-        self._conversations[conversation.id] = conversation  # its remote id may come later
+        self._conversations[conversation.child_id] = conversation  # its remote id may come later
         return conversation

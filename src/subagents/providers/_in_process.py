@@ -105,12 +105,12 @@ class InProcessRun(ChildRun["InProcessProvider"]):
     async def _run(
         self, provider: InProcessProvider, request: SubagentRequest, cancel: CancelSignal
     ) -> None:
-        agent = provider.make_child(request, session_id=self.id)
+        agent = provider.make_child(request, session_id=self.child_id)
         self.agent = agent
         self.session_id = agent.session.id
         self._publish()
         async with agent:
-            outcome = await _run_turn(agent, self.id, request.prompt, cancel, self._feed)
+            outcome = await _run_turn(agent, self.child_id, request.prompt, cancel, self._feed)
             await self._conclude(outcome)
 
 
@@ -138,7 +138,7 @@ class InProcessConversation(ChildConversation):
     async def _converse(self) -> None:
         provider = self._in_process
         if self._request is not None:
-            agent = provider.make_child(self._request, session_id=self.id)
+            agent = provider.make_child(self._request, session_id=self.child_id)
         else:
             assert self._resume_id is not None
             agent = provider.runtime.load_agent(self._resume_id)
@@ -147,7 +147,7 @@ class InProcessConversation(ChildConversation):
         self.session_id = agent.session.id
 
         async def turn(message: str, cancel: CancelSignal, feed: ProgressFeed) -> SubagentOutcome:
-            return await _run_turn(agent, self.id, message, cancel, feed)
+            return await _run_turn(agent, self.child_id, message, cancel, feed)
 
         async with agent:
             await self._serve(turn)

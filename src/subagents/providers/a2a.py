@@ -642,7 +642,7 @@ class A2ARun(ChildRun["A2AProvider"]):
     async def _run(
         self, provider: A2AProvider, request: SubagentRequest, cancel: CancelSignal
     ) -> None:
-        turn = _A2ATurn(provider, self.id, self._feed, self._publish)
+        turn = _A2ATurn(provider, self.child_id, self._feed, self._publish)
         self._turn = turn
         outcome = await turn.run(request.prompt, cancel, schema=request.output_schema)
         await self._conclude(outcome)
@@ -683,13 +683,13 @@ class A2AConversation(ChildConversation):
         await provider.transport()  # the agent's card, resolved once per provider
 
         async def turn(message: str, cancel: CancelSignal, feed: ProgressFeed) -> SubagentOutcome:
-            one = _A2ATurn(provider, self.id, feed, lambda: None)
+            one = _A2ATurn(provider, self.child_id, feed, lambda: None)
             schema, self._first_schema = self._first_schema, None
             try:
                 return await one.run(message, cancel, self.context_id, schema)
             except (A2AError, httpx.HTTPError) as exc:
                 return SubagentOutcome.failed(
-                    self.id, "infrastructure", f"{provider.what}: {exc}", exc
+                    self.child_id, "infrastructure", f"{provider.what}: {exc}", exc
                 )
             finally:
                 self.context_id = self.context_id or one.view.context_id

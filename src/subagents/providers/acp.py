@@ -103,7 +103,7 @@ class AcpRun(ChildRun["AcpProvider"]):
             self.session_id = session.session_id
             self._publish()
             await self._conclude(
-                await run_turn(session, self.id, request.prompt, cancel, self._feed)
+                await run_turn(session, self.child_id, request.prompt, cancel, self._feed)
             )
 
 
@@ -144,7 +144,7 @@ class AcpConversation(ChildConversation):
             async def turn(
                 message: str, cancel: CancelSignal, feed: ProgressFeed
             ) -> SubagentOutcome:
-                return await run_turn(session, self.id, message, cancel, feed)
+                return await run_turn(session, self.child_id, message, cancel, feed)
 
             await self._serve(turn)
 

@@ -373,7 +373,7 @@ class ClaudeCodeRun(ChildRun["ClaudeCodeProvider"]):
             self._track_process(conn.process)
             async with conn.turn(request.prompt) as turn:
                 outcome = await run_claude_turn(
-                    conn, turn, lambda: self.id, cancel, self._feed, on_session=on_session
+                    conn, turn, lambda: self.child_id, cancel, self._feed, on_session=on_session
                 )
             await self._conclude(outcome)
 
@@ -423,19 +423,19 @@ class ClaudeCodeConversation(ChildConversation):
                 message: str, cancel: CancelSignal, feed: ProgressFeed
             ) -> SubagentOutcome:
                 if cancel.cancelled:
-                    return SubagentOutcome.cancelled(self.id, cancel.reason or "cancelled")
+                    return SubagentOutcome.cancelled(self.child_id, cancel.reason or "cancelled")
                 try:
                     async with connection.turn(message) as claude_turn:
                         return await run_claude_turn(
                             connection,
                             claude_turn,
-                            lambda: self.id,
+                            lambda: self.child_id,
                             cancel,
                             feed,
                             on_session=self._on_session,
                         )
                 except ClaudeConnectionError as exc:
-                    return SubagentOutcome.failed(self.id, "infrastructure", str(exc), exc)
+                    return SubagentOutcome.failed(self.child_id, "infrastructure", str(exc), exc)
 
             await self._serve(turn)
 

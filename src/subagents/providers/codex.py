@@ -344,7 +344,7 @@ class CodexRun(ChildRun["CodexProvider"]):
             self._publish()
             outcome = await run_codex_turn(
                 thread,
-                self.id,
+                self.child_id,
                 request.prompt,
                 cancel,
                 self._feed,
@@ -398,7 +398,7 @@ class CodexConversation(ChildConversation):
                 schema, self._first_schema = self._first_schema, None
                 return await run_codex_turn(
                     thread,
-                    self.id,
+                    self.child_id,
                     message,
                     cancel,
                     feed,

@@ -28,6 +28,7 @@ from .contract import (
     SubagentErrorCode,
     SubagentOutcome,
     SubagentRequest,
+    child_id_of,
 )
 from .service import SubagentService
 
@@ -74,8 +75,9 @@ class ContinuationManager:
     ) -> Continuation:
         """Start a continuable child on ``provider``; returns its live continuation."""
         continuation = await self._service.start_continuable(provider, request, cancel=cancel)
-        self._live[continuation.id] = continuation
-        self._known[continuation.id] = KnownChild(provider, continuation.remote_id)
+        child_id = child_id_of(continuation)
+        self._live[child_id] = continuation
+        self._known[child_id] = KnownChild(provider, continuation.remote_id)
         return continuation
 
     async def deliver(

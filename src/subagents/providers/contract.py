@@ -21,7 +21,11 @@ Code. The rules (from the design note of the seam, ``shared/seam-note.md``):
   requested one before delegating and rejects loudly (``UNSUPPORTED_CAPABILITY``).
 * Child ids are minted by the parent (:class:`~subagents.providers.SubagentService`, passed
   as :attr:`SubagentRequest.child_id`): unique whatever the remote side numbers its sessions;
-  the remote id is kept as ``remote_id``.
+  the remote id is kept as ``remote_id``. The child id has one name everywhere: ``child_id``
+  (a run's, a continuation's, an outcome's, a request's, a lifecycle event's). The names it
+  had before (``run.id``, ``continuation.id``, the events' ``run_id``) are deprecated aliases
+  that warn (``DeprecationWarning``), for one release; a run written outside the package
+  that has only ``id`` is still accepted (:func:`child_id_of`), with the same warning.
 * An unexpected exception inside a run settles it ``failed`` (infrastructure) and never
   reaches its siblings; ``dispose()`` escalates past its bound and raises
   ``DISPOSE_INCOMPLETE`` rather than return with the child still running.
@@ -33,6 +37,7 @@ Code. The rules (from the design note of the seam, ``shared/seam-note.md``):
 from __future__ import annotations
 
 import secrets
+import warnings
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -74,6 +79,7 @@ __all__ = (
     "ToolResultProgress",
     "ToolResultStatus",
     "UsageProgress",
+    "child_id_of",
     "new_child_id",
     "output_excerpt",
 )
@@ -426,13 +432,20 @@ messages onto it."""
 class SubagentStarted:
     """Lifecycle: a run was published (``start()`` fulfilled)."""
 
-    run_id: str
+    child_id: str
+    """The child id (the one the service minted)."""
     provider: str
     request: SubagentRequest
     remote_id: str | None = None
     """The child's own id on the other side (an ACP session, a Codex thread, a Claude Code
     session, an in-process session), when the provider reports one: for diagnostics and
-    resume. ``run_id`` is the id the service minted."""
+    resume. ``child_id`` is the id the service minted."""
+
+    @property
+    def run_id(self) -> str:
+        """Deprecated alias of :attr:`child_id` (removed in the next release)."""
+        deprecated_alias(self, "run_id")
+        return self.child_id
 
 
 @final
@@ -440,20 +453,57 @@ class SubagentStarted:
 class SubagentEnded:
     """Lifecycle: a published run settled; exactly one per :class:`SubagentStarted`."""
 
-    run_id: str
+    child_id: str
+    """The child id (the one the service minted)."""
     provider: str
     outcome: SubagentOutcome
+
+    @property
+    def run_id(self) -> str:
+        """Deprecated alias of :attr:`child_id` (removed in the next release)."""
+        deprecated_alias(self, "run_id")
+        return self.child_id
+
+
+def deprecated_alias(owner: object, name: str, stacklevel: int = 3) -> None:
+    """Warn that ``owner.name`` is the deprecated name of its ``child_id``."""
+    warnings.warn(
+        f"{type(owner).__name__}.{name} is deprecated (removed in the next release): "
+        "use child_id, the same value",
+        DeprecationWarning,
+        stacklevel=stacklevel,
+    )
+
+
+def child_id_of(child: object) -> str:
+    """The child id of a run or continuation: its ``child_id``. One written against the
+    contract before the rename has only ``id``: still accepted, with a
+    ``DeprecationWarning`` (rename it ``child_id``)."""
+    value: object = getattr(child, "child_id", None)
+    if isinstance(value, str):
+        return value
+    legacy: object = getattr(child, "id", None)
+    if not isinstance(legacy, str):
+        raise TypeError(f"{type(child).__name__} has no child_id (a str)")
+    warnings.warn(
+        f"{type(child).__name__} has no child_id, only id (deprecated): a run's or "
+        "continuation's child id is named child_id now",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return legacy
 
 
 class SubagentRun(Protocol):
     """A published child: its id, its one outcome, and its disposal.
 
     A run may also have a ``remote_id`` attribute (``str``): the child's own id on the other
-    side (session, thread), which the service reports in :class:`SubagentStarted`.
+    side (session, thread), which the service reports in :class:`SubagentStarted`. (The
+    package's runs keep ``id``, a deprecated alias of ``child_id``, for one release.)
     """
 
     @property
-    def id(self) -> str:
+    def child_id(self) -> str:
         """The child id: an in-process child's session id, or a parent-scoped lifecycle id."""
         ...
 
@@ -499,16 +549,25 @@ class SubagentProvider(Protocol):
 
 
 class Continuation(Protocol):
-    """A continuable child: later messages reach it through :meth:`send`."""
+    """A continuable child: later messages reach it through :meth:`send`; :attr:`outcomes`
+    holds every turn's outcome (the first turn's included). (The package's continuations
+    keep ``id``, a deprecated alias of ``child_id``, for one release.)"""
 
     @property
-    def id(self) -> str:
+    def child_id(self) -> str:
         """The child id, stable across cold resumes (persist it to continue later)."""
         ...
 
     @property
     def remote_id(self) -> str:
         """The child's own id on the other side (session, thread): what a cold resume needs."""
+        ...
+
+    @property
+    def outcomes(self) -> Sequence[SubagentOutcome]:
+        """The outcome of every turn through this handle so far, in order. For a child
+        started with ``prepare_continuable``, ``outcomes[0]`` is its first turn's (the
+        request's prompt); a cold-resumed handle starts with none."""
         ...
 
     async def send(

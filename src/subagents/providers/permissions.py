@@ -8,13 +8,13 @@ and gets, with every request, a :class:`PermissionAsker` naming the run that ask
 service minted), the agent (the provider's name) and the child's remote id::
 
     async def decide(asker: PermissionAsker, request: ApprovalRequest) -> Decision:
-        log.info("%s (%s) asks to run %s", asker.run_id, asker.agent, request.command)
+        log.info("%s (%s) asks to run %s", asker.child_id, asker.agent, request.command)
         return "decline"
 
     CodexProvider(command, approval_policy=RunAware(decide))
 
 A :class:`RunAware` policy is itself a plain policy (called outside a run, its asker has an
-empty ``run_id``), so it fits wherever a transport takes one.
+empty ``child_id``), so it fits wherever a transport takes one.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar, final
+
+from .contract import deprecated_alias
 
 __all__ = ("PermissionAsker", "RunAware")
 
@@ -34,12 +36,18 @@ DecisionT = TypeVar("DecisionT")
 class PermissionAsker:
     """Who asks for a permission."""
 
-    run_id: str
+    child_id: str
     """The run's (or continuable child's) id: the one the service minted."""
     agent: str
     """The provider's name (the agent's name in the registry)."""
     remote_id: str = ""
     """The child's own id on the other side (session, thread), once known."""
+
+    @property
+    def run_id(self) -> str:
+        """Deprecated alias of :attr:`child_id` (removed in the next release)."""
+        deprecated_alias(self, "run_id")
+        return self.child_id
 
 
 @final

@@ -44,6 +44,7 @@ from .contract import (
     SubagentErrorCode,
     SubagentOutcome,
     SubagentRequest,
+    deprecated_alias,
 )
 from .progress import ProgressFeed
 
@@ -141,8 +142,14 @@ class ScriptedRun:
         self.dispose_calls = 0
 
     @property
-    def id(self) -> str:
+    def child_id(self) -> str:
         return self._id
+
+    @property
+    def id(self) -> str:
+        """Deprecated alias of :attr:`child_id` (removed in the next release)."""
+        deprecated_alias(self, "id")
+        return self.child_id
 
     @property
     def script(self) -> Script:
@@ -421,7 +428,7 @@ class ScriptedProvider:
         self._counter += 1
         conversation = ScriptedConversation(self, f"{self._name}-{self._counter}", request)
         await conversation.turn(request, cancel=cancel)
-        self._conversations[conversation.id] = request
+        self._conversations[conversation.child_id] = request
         return conversation
 
     async def resume_continuable(
@@ -452,7 +459,7 @@ class ScriptedConversation:
     """A continuable scripted child (a :class:`~subagents.providers.Continuation`)."""
 
     provider: ScriptedProvider
-    id: str
+    child_id: str
     request: SubagentRequest
     resumed: bool = False
     disposed: bool = False
@@ -462,9 +469,20 @@ class ScriptedConversation:
     """Every turn, in order: (message, outcome)."""
 
     @property
+    def id(self) -> str:
+        """Deprecated alias of :attr:`child_id` (removed in the next release)."""
+        deprecated_alias(self, "id")
+        return self.child_id
+
+    @property
+    def outcomes(self) -> tuple[SubagentOutcome, ...]:
+        """Every turn's outcome, in order (the first turn's, for a prepared child, first)."""
+        return tuple(outcome for _, outcome in self.transcript)
+
+    @property
     def remote_id(self) -> str:
         """The conversation's own id (a scripted child has no other side)."""
-        return self.id
+        return self.child_id
 
     async def send(
         self,
@@ -478,7 +496,7 @@ class ScriptedConversation:
         if self.disposed:
             raise SubagentError(
                 SubagentErrorCode.START_FAILED,
-                f"child {self.id!r} was released: resume it first",
+                f"child {self.child_id!r} was released: resume it first",
                 provider=self.provider.name,
             )
         request = SubagentRequest(
@@ -504,7 +522,7 @@ class ScriptedConversation:
         on_progress: Callable[[ProgressEvent], None] | None = None,
     ) -> SubagentOutcome:
         """Run ``request``'s script as one turn of this child, recorded in the transcript."""
-        run = await self.provider.start_child(request, cancel=cancel, child_id=self.id)
+        run = await self.provider.start_child(request, cancel=cancel, child_id=self.child_id)
         async with run:
             if on_progress is not None:
                 async for event in run.progress():

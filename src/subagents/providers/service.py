@@ -15,7 +15,7 @@ child is ``remote_id``), and continuable children go through the same gate
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
 from types import TracebackType
 from typing import TypeAlias, TypeVar, cast, final
@@ -35,6 +35,7 @@ from .contract import (
     SubagentRequest,
     SubagentRun,
     SubagentStarted,
+    deprecated_alias,
     new_child_id,
 )
 
@@ -150,7 +151,7 @@ class SubagentService:
     ) -> SubagentRun:
         """Check the request against provider ``name``'s capabilities, then start it.
 
-        The service mints the run's id (``run.id``, unique for the service's lifetime whatever
+        The service mints the run's id (``run.child_id``, unique for the service's lifetime whatever
         the provider's side returns; the provider's own id of the child is ``run.remote_id``).
         Raises :class:`SubagentError` before publication: ``UNKNOWN_PROVIDER``,
         ``UNSUPPORTED_CAPABILITY`` (naming the feature and the provider), ``INVALID_REQUEST``,
@@ -244,7 +245,9 @@ def _remote_id_of(child: object, child_id: str) -> str | None:
     remote: object = getattr(child, "remote_id", None)
     if isinstance(remote, str) and remote:
         return remote
-    own: object = getattr(child, "id", None)
+    own: object = getattr(child, "child_id", None)
+    if own is None:  # written before the rename: only ``id``
+        own = getattr(child, "id", None)
     return own if isinstance(own, str) and own and own != child_id else None
 
 
@@ -272,8 +275,14 @@ class _TrackedRun:
         self._outcome: SubagentOutcome | None = None
 
     @property
-    def id(self) -> str:
+    def child_id(self) -> str:
         return self._child_id
+
+    @property
+    def id(self) -> str:
+        """Deprecated alias of :attr:`child_id` (removed in the next release)."""
+        deprecated_alias(self, "id")
+        return self.child_id
 
     @property
     def remote_id(self) -> str | None:
@@ -349,21 +358,34 @@ class _TrackedContinuation:
         self._child_id = child_id
         self._emit = emit
         self._ended = False
+        # Before its ``outcomes`` was part of the contract, a continuation might not have it:
+        # then the first turn's outcome is unknown here.
         outcomes: object = getattr(continuation, "outcomes", None)
-        self.outcomes: list[SubagentOutcome] = (
-            [_as_child(o, child_id) for o in cast("list[SubagentOutcome]", outcomes)]
-            if isinstance(outcomes, list)
+        self._outcomes: list[SubagentOutcome] = (
+            [_as_child(o, child_id) for o in cast("Sequence[SubagentOutcome]", outcomes)]
+            if isinstance(outcomes, Sequence)
             else []
         )
-        """The outcome of every turn so far through this handle, in order."""
+
+    @property
+    def child_id(self) -> str:
+        return self._child_id
 
     @property
     def id(self) -> str:
-        return self._child_id
+        """Deprecated alias of :attr:`child_id` (removed in the next release)."""
+        deprecated_alias(self, "id")
+        return self.child_id
 
     @property
     def remote_id(self) -> str:
         return _remote_id_of(self._inner, self._child_id) or ""
+
+    @property
+    def outcomes(self) -> Sequence[SubagentOutcome]:
+        """The outcome of every turn so far through this handle, in order (the first turn's
+        first, for a child started with :meth:`SubagentService.start_continuable`)."""
+        return tuple(self._outcomes)
 
     async def send(
         self,
@@ -376,7 +398,7 @@ class _TrackedContinuation:
             await self._inner.send(message, cancel=cancel, on_progress=on_progress),
             self._child_id,
         )
-        self.outcomes.append(outcome)
+        self._outcomes.append(outcome)
         return outcome
 
     async def dispose(self) -> None:
@@ -386,8 +408,8 @@ class _TrackedContinuation:
             if not self._ended:
                 self._ended = True
                 last = (
-                    self.outcomes[-1]
-                    if self.outcomes
+                    self._outcomes[-1]
+                    if self._outcomes
                     else SubagentOutcome.cancelled(self._child_id, "closed before any turn")
                 )
                 self._emit(SubagentEnded(self._child_id, self._provider, last))

@@ -39,6 +39,8 @@ from .contract import (
     SubagentProvider,
     SubagentRequest,
     SubagentRun,
+    child_id_of,
+    deprecated_alias,
 )
 
 __all__ = ("SpreadProvider",)
@@ -206,8 +208,14 @@ class _SpreadRun:
             member.busy -= 1
 
     @property
+    def child_id(self) -> str:
+        return child_id_of(self._run)
+
+    @property
     def id(self) -> str:
-        return self._run.id
+        """Deprecated alias of :attr:`child_id` (removed in the next release)."""
+        deprecated_alias(self, "id")
+        return self.child_id
 
     @property
     def remote_id(self) -> str | None:
@@ -252,12 +260,22 @@ class _SpreadContinuation:
         self._index = member.index
 
     @property
+    def child_id(self) -> str:
+        return child_id_of(self._continuation)
+
+    @property
     def id(self) -> str:
-        return self._continuation.id
+        """Deprecated alias of :attr:`child_id` (removed in the next release)."""
+        deprecated_alias(self, "id")
+        return self.child_id
 
     @property
     def remote_id(self) -> str:
         return f"{self._index}{_SEPARATOR}{self._continuation.remote_id}"
+
+    @property
+    def outcomes(self) -> Sequence[SubagentOutcome]:
+        return self._continuation.outcomes
 
     async def send(
         self,

@@ -54,6 +54,7 @@ from ..providers.contract import (
     SubagentRequest,
     SubagentRun,
     SubagentStarted,
+    child_id_of,
 )
 
 __all__ = (
@@ -290,8 +291,8 @@ class _Check:
             f"result() returned {outcome!r}, not a SubagentOutcome",
         )
         self.expect(
-            outcome.child_id == run.id,
-            f"the outcome names child {outcome.child_id!r}, the run is {run.id!r}",
+            outcome.child_id == child_id_of(run),
+            f"the outcome names child {outcome.child_id!r}, the run is {child_id_of(run)!r}",
         )
         return outcome
 
@@ -328,7 +329,7 @@ class _Check:
         with self.bounded("dispose()"):
             await run.dispose()
         raise self.fail(
-            f"start() of {request.prompt!r} published run {run.id!r} instead of raising"
+            f"start() of {request.prompt!r} published run {child_id_of(run)!r} instead of raising"
         )
 
 
@@ -382,14 +383,17 @@ def _check(
 async def _start_publishes(c: _Check, factory: ProviderFactory) -> None:
     async with factory() as provider:
         run = await c.start(provider, c.scenarios.good, CancelSignal())
-        child_id = run.id
+        child_id = child_id_of(run)
         c.expect(isinstance(child_id, str) and child_id != "", f"child id {child_id!r} is empty")  # pyright: ignore[reportUnnecessaryIsInstance]
         outcome = await c.result(run)
         c.expect(outcome.status == "completed", f"the good request settled {outcome!r}")
         expected = c.scenarios.good_output
         if expected is not None:
             c.expect(outcome.output == expected, f"output {outcome.output!r} != {expected!r}")
-        c.expect(run.id == child_id, f"the child id changed from {child_id!r} to {run.id!r}")
+        c.expect(
+            child_id_of(run) == child_id,
+            f"the child id changed from {child_id!r} to {child_id_of(run)!r}",
+        )
         await c.dispose(run)
 
 
@@ -438,7 +442,7 @@ async def _failure_before_publication(c: _Check, factory: ProviderFactory) -> No
                 ) from exc
             else:
                 await run.dispose()
-                raise c.fail(f"start() published run {run.id!r} instead of raising")
+                raise c.fail(f"start() published run {child_id_of(run)!r} instead of raising")
         await c.expect_quiescent(baseline, "a failed start")
         events: list[object] = []
         service = _service_with(provider, events)
@@ -449,7 +453,7 @@ async def _failure_before_publication(c: _Check, factory: ProviderFactory) -> No
                 pass
             else:
                 await run.dispose()
-                raise c.fail(f"start() published run {run.id!r} instead of raising")
+                raise c.fail(f"start() published run {child_id_of(run)!r} instead of raising")
         await c.expect_quiescent(baseline, "a failed start through the service")
         c.expect(not events, f"a failed start emitted lifecycle events: {events!r}")
 
@@ -835,8 +839,9 @@ async def _lifecycle_pair(c: _Check, factory: ProviderFactory) -> None:
                 f"{label}: expected one SubagentStarted then one SubagentEnded, got {events!r}",
             )
             c.expect(
-                ended[0].run_id == run.id and ended[0].outcome == outcome,
-                f"{label}: SubagentEnded {ended[0]!r} does not match run {run.id!r} / {outcome!r}",
+                ended[0].child_id == child_id_of(run) and ended[0].outcome == outcome,
+                f"{label}: SubagentEnded {ended[0]!r} does not match run "
+                f"{child_id_of(run)!r} / {outcome!r}",
             )
 
 
@@ -895,7 +900,10 @@ async def _unique_ids(c: _Check, factory: ProviderFactory) -> None:
         for run in runs:
             await c.result(run)
             await c.dispose(run)
-        c.expect(runs[0].id != runs[1].id, f"two concurrent runs share the id {runs[0].id!r}")
+        c.expect(
+            child_id_of(runs[0]) != child_id_of(runs[1]),
+            f"two concurrent runs share the id {child_id_of(runs[0])!r}",
+        )
         events: list[object] = []
         service = _service_with(provider, events)
         tracked: list[SubagentRun] = []
@@ -907,10 +915,10 @@ async def _unique_ids(c: _Check, factory: ProviderFactory) -> None:
         outcomes = [await c.result(run) for run in tracked]
         for run in tracked:
             await c.dispose(run)
-        ids = [run.id for run in tracked]
+        ids = [child_id_of(run) for run in tracked]
         c.expect(len(set(ids)) == 2, f"the service handed out the same id twice: {ids!r}")
-        started = [e.run_id for e in events if isinstance(e, SubagentStarted)]
-        ended = [e.run_id for e in events if isinstance(e, SubagentEnded)]
+        started = [e.child_id for e in events if isinstance(e, SubagentStarted)]
+        ended = [e.child_id for e in events if isinstance(e, SubagentEnded)]
         c.expect(started == ids, f"SubagentStarted names {started!r}, the runs are {ids!r}")
         c.expect(sorted(ended) == sorted(ids), f"SubagentEnded names {ended!r}, not {ids!r}")
         c.expect(

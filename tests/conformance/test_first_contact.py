@@ -223,9 +223,13 @@ def test_a_failure_line_cites_the_spec_and_shows_the_exchange(tmp_path: Path) ->
     assert run.returncode == 1
     lines = run.stdout.splitlines()
     at = next(i for i, line in enumerate(lines) if "FAIL  ACP-INIT-001" in line)
-    assert lines[at + 1].strip().startswith("cites docs/protocol/v1/initialization.mdx")
-    assert lines[at + 2].strip().startswith("sent initialize {")
-    assert '-> got {"result": {"protocolVersion": 1.0' in lines[at + 2]
+    # Each of them wrapped to 100 columns (issue 35), its continuation lines indented.
+    block = [line.strip() for line in lines[at + 1 :]]
+    cites = next(i for i, line in enumerate(block) if line.startswith("cites "))
+    sent = next(i for i, line in enumerate(block) if line.startswith("sent initialize {"))
+    assert block[cites].startswith("cites docs/protocol/v1/initialization.mdx")
+    assert cites < sent
+    assert '-> got {"result": {"protocolVersion": 1.0' in " ".join(block[sent : sent + 4])
     assert f"transcripts of the failures: {tmp_path / 'report.json'}" in run.stdout
 
 

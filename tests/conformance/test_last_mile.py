@@ -130,6 +130,24 @@ def test_options_after_a_quoted_agent_command_are_the_suites_options() -> None:
     assert args.json == "r.json"
 
 
+def test_a_bad_option_after_a_quoted_agent_is_one_line_and_a_hint(tmp_path: Path) -> None:
+    """Issue 35: a bad value among the options after a quoted agent is a usage error like any
+    other: exit 2, one line and a hint, nothing run."""
+    done = subprocess.run(
+        [sys.executable, "-m", "subagents", "conformance", "python my_agent.py", "--jobs", "abc"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stdout == ""
+    [error, hint] = done.stderr.splitlines()
+    assert "--jobs" in error
+    assert "subagents conformance --help" in hint
+
+
 def test_options_after_an_agent_url_are_the_suites_options() -> None:
     """Issue 35: an agent URL followed by options (`URL --transport websocket`) keeps them."""
     agent, args = _agent(["https://build-box:8765/acp", "--transport", "websocket"])

@@ -185,7 +185,7 @@ def test_authentication_blocks_are_a_verdict_not_a_pile_of_failures(tmp_path: Pa
     assert blocked.report["auth_required"] is True
     assert blocked.status("ACP-SESSION-001") == "blocked"
     assert blocked.status("ACP-PROMPT-001") == "blocked"
-    assert "pass --auth-method" in blocked.stdout
+    assert "pass --auth-method" in " ".join(blocked.stdout.split())  # wrapped to 100 columns
     authed = run_conformance(
         tmp_path,
         REFERENCE,

@@ -22,7 +22,7 @@ import shlex
 import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO, cast
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO, cast
 
 import anyio
 
@@ -438,9 +438,16 @@ def _is_url(text: str) -> bool:
     return is_agent_url(text)
 
 
+class _OptionsParser(argparse.ArgumentParser):
+    """The ``conformance`` options alone (those after a quoted agent), whose usage errors are
+    one line and a hint, as the ``subagents`` command's own parsers' are."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message}\n  hint: `{self.prog} --help` shows the usage\n")
+
+
 def _options_parser() -> argparse.ArgumentParser:
-    """A parser of the ``conformance`` options alone (for those after a quoted agent)."""
-    parser = argparse.ArgumentParser(prog="subagents conformance")
+    parser = _OptionsParser(prog="subagents conformance")
     _add_arguments(parser)
     return parser
 

@@ -282,3 +282,22 @@ def test_npm_running_past_the_timeout_is_stopped_with_exit_124(
     done = subagents(tmp_path, env, "agents", "install", "codex", "--timeout", "0.5", timeout=20)
     assert done.returncode == 124
     assert "npm did not finish within 0.5 s" in done.stderr
+
+
+def test_after_an_install_the_next_steps_name_the_installed_cli_by_its_path(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """Issue 35 (the last mile, C.4): after `subagents agents install codex claude-code`,
+    stderr says how to log each in by the installed CLI's full path (the prefix is not on
+    PATH: a bare `codex login` is not found), then the probe that checks them."""
+    fake_node_and_npm(tmp_path)
+    done = subagents(tmp_path, env, "agents", "install", "codex", "claude-code")
+    assert done.returncode == 0, done.stderr
+    bin_dir = Path(env["SUBAGENTS_NPM_PREFIX"]) / "node_modules" / ".bin"
+    assert f"  codex: log in with `{bin_dir / 'codex'} login`" in done.stderr
+    assert f"  claude-code: log in by running `{bin_dir / 'claude'}` and typing /login" in (
+        done.stderr
+    )
+    assert done.stderr.rstrip().endswith(
+        "then `subagents agents --probe codex claude-code` says whether they can take a prompt"
+    )

@@ -159,7 +159,25 @@ def run(args: argparse.Namespace) -> int:
         found = npm_file(BUILTIN_NPM_AGENTS[name][1])
         sys.stdout.write(f"installed {name} ({spec}): {found}\n")
     sys.stdout.flush()
+    _next_steps(names)
     return 0
+
+
+def _next_steps(names: list[str]) -> None:
+    """What to do next, on stderr: how to log each agent in (by the installed CLI's path:
+    the prefix is not on PATH), and the probe that says whether they can take a prompt."""
+    from ..config import builtin_agents
+    from ..providers._readiness import login_hint
+
+    agents = builtin_agents()
+    for name in names:
+        hint = login_hint(agents[name])
+        if hint is not None:
+            sys.stderr.write(f"  {name}: {hint}\n")
+    sys.stderr.write(
+        f"then `subagents agents --probe {' '.join(names)}` says whether they can take a prompt\n"
+    )
+    sys.stderr.flush()
 
 
 def _run_bounded(argv: list[str], timeout: float) -> int | None:

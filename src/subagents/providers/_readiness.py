@@ -38,6 +38,7 @@ __all__ = (
     "claude_account",
     "claude_login_absent",
     "codex_account",
+    "login_hint",
     "offline_notice",
 )
 
@@ -143,6 +144,13 @@ def _login_hint(spec: AgentSpec, family: Family) -> str:
         f"{how} (your login in ~/.{family} is used), or give the entry its key: "
         f'[agents.{spec.name}] env = {{ {keys} = "..." }}'
     )
+
+
+def login_hint(spec: AgentSpec) -> str | None:
+    """How to log in the agent of ``spec`` (a Codex or Claude one), naming a CLI that
+    exists, or give it its key; None for other agents."""
+    family = agent_family(spec)
+    return _login_hint(spec, family) if family is not None else None
 
 
 def _has_key(spec: AgentSpec, family: Family) -> bool:

@@ -3,6 +3,7 @@ not to the directory `subagents` is run from; a bare program name is still looke
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from subagents.config import _platform_key as platform_key  # pyright: ignore[reportPrivateUsage]
 from subagents.config import load_agents
 
 
@@ -96,3 +98,33 @@ def test_a_relative_config_path_names_its_entries_by_the_absolute_path(
     ]
     assert spec.source == str(a / "subagents.toml")
     assert spec.command == (str(a / "agent"),)
+
+
+def test_an_imported_binary_dir_is_written_as_an_absolute_path(
+    dirs: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 35 (C.2): `agents import --binary-dir unpacked` from B writes the binary's
+    absolute path: in the registry file a relative one would be taken from the file's
+    directory, not from B where the archive was unpacked."""
+    from subagents.cli import main
+
+    a, b = dirs
+    entry = {
+        "id": "bin-agent",
+        "distribution": {
+            "binary": {
+                platform_key(): {"archive": "https://example.com/a.tgz", "cmd": "./bin-agent"}
+            }
+        },
+    }
+    (b / "agent.json").write_text(json.dumps(entry))
+    target = a / "subagents.toml"
+    code = main(["agents", "import", "agent.json", "--binary-dir", "unpacked"])
+    assert code == 0
+    assert f'command = ["{b / "unpacked" / "bin-agent"}"]' in capsys.readouterr().out
+    assert (
+        main(["agents", "import", "agent.json", "--binary-dir", "unpacked", "--write", str(target)])
+        == 0
+    )
+    spec = load_agents([target], defaults=False)["bin-agent"]
+    assert spec.command == (str(b / "unpacked" / "bin-agent"),)

@@ -353,7 +353,10 @@ def _import(args: argparse.Namespace) -> int:
 
     entry = _read_entry(args.file)
     try:
-        spec, notes = from_acp_registry(entry, binary_dir=args.binary_dir)
+        # Absolute: the entry's relative paths would be taken from the registry file's
+        # directory, not from this one.
+        binary_dir = Path(os.path.abspath(args.binary_dir)) if args.binary_dir else None
+        spec, notes = from_acp_registry(entry, binary_dir=binary_dir)
     except (KeyError, TypeError, AttributeError) as exc:
         raise ConfigError(
             f"{args.file}: not a valid ACP registry entry ({exc!r})",

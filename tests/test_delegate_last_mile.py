@@ -22,6 +22,7 @@ import subagents
 from subagents import DelegationEvent, DelegationOutcome
 from subagents.commands.run import RunOptions, run_async
 from subagents.config import load_agents
+from subagents.testing.leaks import assert_no_leak, descendants, snapshot
 
 STUBBORN = [sys.executable, str(Path(__file__).parent / "commands" / "stubborn_agent.py")]
 
@@ -205,3 +206,34 @@ def test_the_docs_show_one_import_path_for_cancel_signal() -> None:
         is subagents.providers.CancelSignal
         is subagents.providers.contract.CancelSignal
     )
+
+
+@pytest.mark.anyio
+async def test_a_bare_break_reaps_the_child_while_the_program_goes_on() -> None:
+    """Issue 35 (B1): after a bare ``break`` (the delegation dropped, not closed), the run is
+    disposed and the child reaped in the background at once, not only when the event loop
+    ends: the delegation's task ends by itself while the program goes on, and nothing of it
+    is left."""
+    before = snapshot()
+    events = subagents.delegate("reference", "slow 600")
+    host = events._host  # pyright: ignore[reportPrivateUsage]  # to wait for its end
+    async for event in events:
+        assert event.kind == "text"
+        assert descendants(), "the agent process runs"
+        break
+    del events  # the consumer lets go of it, as a loop over delegate(...) itself does
+    with anyio.fail_after(30):
+        await host.wait()
+    assert descendants() == set()
+    assert_no_leak(before)
+
+
+@pytest.mark.anyio
+async def test_a_delegation_closed_before_it_is_iterated_starts_nothing() -> None:
+    """Issue 35 (B1): ``aclose()`` before the first event: nothing is started, and iterating
+    afterwards yields nothing."""
+    before = snapshot()
+    events = subagents.delegate("reference", "slow 600")
+    await events.aclose()
+    assert [event async for event in events] == []
+    assert_no_leak(before)

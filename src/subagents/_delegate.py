@@ -223,6 +223,7 @@ class Delegation(AsyncIterator[DelegationEvent]):
 
     def __init__(self, host: _Host) -> None:
         self._host = host
+        self._closed = False
         self._finalizer: weakref.finalize[[], Delegation] | None = None
 
     def __aiter__(self) -> Delegation:
@@ -230,6 +231,8 @@ class Delegation(AsyncIterator[DelegationEvent]):
 
     async def __anext__(self) -> DelegationEvent:
         host = self._host
+        if self._closed and not host.spawned:  # closed before it started: nothing runs
+            raise StopAsyncIteration
         if not host.spawned:
             host.spawn()
             # Dropped without aclose() (a `break`...): the host is cancelled in the loop.
@@ -246,6 +249,7 @@ class Delegation(AsyncIterator[DelegationEvent]):
 
     async def aclose(self) -> None:
         """Stop: the run is disposed and its child reaped before this returns."""
+        self._closed = True
         with anyio.CancelScope(shield=True):
             await self._host.close()
 
@@ -383,6 +387,11 @@ class _Host:
         except RuntimeError:  # the loop is closed: it cancelled and awaited the host
             if self._receive is not None:
                 self._receive.close()
+
+    async def wait(self) -> None:
+        """Wait until the host is done (it has disposed of the run and closed the provider)."""
+        if self._finished is not None:
+            await self._finished.wait()
 
     async def close(self) -> None:
         """Stop, and wait until the host is done."""

@@ -245,7 +245,8 @@ def test_a_mandatory_failure_fails_and_an_advisory_one_passes_with_its_finding(
     author: pytest.Pytester,
 ) -> None:
     """Point 6 (verdicts as in the CLI, issue point 4): a mandatory failure fails with the
-    reason and citation on its summary line, and the transcript; an advisory failure passes,
+    reason and citation on its summary line, what the suite did and how to fix it (issue 35),
+    and the transcript; an advisory failure passes,
     its finding in JUnit properties and the terminal summary; --acp-advisory-failures fails
     it; the baseline's expected failure is an xfail."""
     agent = ("--acp-agent", "python raw_agent.py flawed", "-k", "ACP-INIT-003 or ACP-INIT-004")
@@ -258,6 +259,8 @@ def test_a_mandatory_failure_fails_and_an_advisory_one_passes_with_its_finding(
             "the agent echoed the unsupported protocol version 65535*"
             "[[]mandatory: *initialization.mdx*",
             "citation: docs/protocol/v1/initialization.mdx*",
+            "what the suite does: A fresh process gets initialize with protocolVersion 65535*",
+            "how to fix: *never echo the requested version*",
             "*<- *protocolVersion*65535*",
             "*= ACP conformance =*",
             "1 advisory finding(s), passed*",

@@ -471,6 +471,8 @@ def _describe_failure(failure: ConformanceFailure) -> str:
         f"{first} [{requirement.tier.value}: {requirement.citation}]",
         f"requirement: {requirement.id} [{requirement.tier.value}] {requirement.text}",
         f"citation: {requirement.citation}",
+        f"what the suite does: {_as_plugin_flags(requirement.checks)}",
+        f"how to fix: {_as_plugin_flags(requirement.fix)}",
     ]
     transcript = [entry for entry in result.transcript if "from" in entry]
     if transcript:

@@ -84,3 +84,23 @@ def test_a_command_imports_only_its_own_module_and_help_lists_every_command() ->
     )
     for command in ("demo", "run", "agents", "conformance", "serve", "bridge"):
         assert command in usage.stdout
+
+
+def test_options_may_come_between_the_agent_and_the_prompt() -> None:
+    """Issue 35 (the last mile, C: the tour): `subagents run reference --yes tool` runs the
+    prompt `tool` (argparse left the optional PROMPT unfilled before an option, and then
+    refused `tool` as an unrecognized argument)."""
+    done = run("run", "reference", "--yes", "tool")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "The tool ran."
+    assert "allowed (--yes)" in done.stderr
+
+
+def test_debug_may_come_after_the_command() -> None:
+    """Issue 35 (the last mile, C: the tour): errors say "rerun with --debug", which users
+    append: `subagents agents --probe nope --debug` is taken (it was an unrecognized argument
+    of the command), and shows the traceback."""
+    done = run("agents", "--probe", "nope", "--debug")
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" in done.stderr
+    assert "unrecognized arguments" not in done.stderr

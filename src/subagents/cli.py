@@ -5,6 +5,7 @@ line is parsed)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 from typing import Any, NoReturn, Protocol, cast
@@ -50,6 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     argv = sys.argv[1:] if argv is None else argv
+    # --debug anywhere before a `--` (errors say "rerun with --debug": it gets appended).
+    end = argv.index("--") if "--" in argv else len(argv)
+    if "--debug" in argv[:end]:
+        argv = ["--debug", *(arg for arg in argv[:end] if arg != "--debug"), *argv[end:]]
     # Only the chosen command's module is imported (each command starts as a process of its
     # own: `bridge` and `conformance` are started once per check by tools and CI, and `run`'s
     # parser alone imports the provider layer); the others get a placeholder parser, never
@@ -65,6 +70,13 @@ def main(argv: list[str] | None = None) -> int:
         parsers[name] = module.add_parser(commands)
         modules[name] = module
     args, unknown = parser.parse_known_args(argv)
+    if unknown and args.command in parsers:
+        # An optional positional before an option is left unfilled by argparse
+        # (`run reference --yes "the task"`): parse the command's arguments again,
+        # intermixed, where its parser allows that (not with a REMAINDER or sub-commands).
+        rest = argv[argv.index(args.command) + 1 :]
+        with contextlib.suppress(TypeError):
+            args, unknown = parsers[args.command].parse_known_intermixed_args(rest, args)
     if unknown:  # named by the command's own parser, whose --help lists what it takes
         parsers.get(args.command, parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     module = modules.get(args.command)

@@ -21,7 +21,7 @@ import pytest
 from subagents.commands import conformance as command
 from subagents.conformance.report import render_terminal, to_json, to_junit
 from subagents.conformance.requirements import REQUIREMENTS
-from subagents.conformance.runner import RequirementResult, Status, SuiteReport
+from subagents.conformance.runner import AgentIdentity, RequirementResult, Status, SuiteReport
 
 FIX = "use --cancel-prompt TEXT to name a prompt the agent works on for longer"
 LONG_FINDING = (
@@ -35,7 +35,11 @@ LONG_FINDING = (
 def _report(message: str) -> SuiteReport:
     failing = RequirementResult(REQUIREMENTS["ACP-CANCEL-001"], Status.FAIL, message)
     passing = RequirementResult(REQUIREMENTS["ACP-INIT-001"], Status.PASS)
-    return SuiteReport(("python", "my_agent.py"), [passing, failing], 1.0)
+    command = ("python", "my_agent.py")
+    agent = AgentIdentity(command, "/home/me/src/my-agent", "my-agent", "1.0")
+    return SuiteReport(
+        command, [passing, failing], 1.0, agent=agent, started_at="2026-12-06T05:00:00Z"
+    )
 
 
 def _unwrapped(text: str) -> str:
@@ -307,3 +311,24 @@ def test_the_readmes_answer_to_an_unrecognized_acp_agent_is_what_pytest_says_and
     status, output = _pytest(tmp_path, "-p", "subagents.conformance.pytest_plugin", *agent, env=off)
     assert status == 0, output
     assert f"{len(REQUIREMENTS)} tests collected" in output
+
+
+def test_the_json_and_junit_reports_say_what_the_suite_did_and_how_to_fix_it() -> None:
+    """Issue 35: a machine report's requirement carries its checks and fix texts too (JSON:
+    `checks`, `fix`, valid against report.schema.json; JUnit: in the failure's text)."""
+    from importlib import resources
+
+    import jsonschema
+
+    report = _report(LONG_FINDING)
+    requirement = REQUIREMENTS["ACP-CANCEL-001"]
+    data = json.loads(json.dumps(to_json(report)))  # as written to the file
+    schema = json.loads(
+        resources.files("subagents.conformance").joinpath("report.schema.json").read_text()
+    )
+    jsonschema.validate(data, schema)
+    [entry] = [r for r in data["requirements"] if r["id"] == requirement.id]
+    assert (entry["checks"], entry["fix"]) == (requirement.checks, requirement.fix)
+    [failure] = ET.fromstring(to_junit(report)).iter("failure")
+    assert requirement.checks in (failure.text or "")
+    assert requirement.fix in (failure.text or "")

@@ -5,7 +5,8 @@ beside this module) has the run (suite version, spec version and commit, start t
 the agent as an object: command, cwd, and name/version/title from ``initialize``, verdict, exit
 code, duration, counts per tier and status, the unjudged mandatory requirements, why the agent
 could not start) and one entry per requirement: id, area, tier, gate, text, citation, status,
-duration, message, notes, what blocked it, whether the baseline expected it to fail, and for
+duration, message, notes, what blocked it, whether the baseline expected it to fail, what the
+suite does to judge it and how to fix a failure (``checks``, ``fix``), and for
 every check that did not pass (or every check, with ``--transcripts all``) the transcript (each
 line with process number, time, direction and text, or base64 when it is not UTF-8) and the
 stderr tail.
@@ -119,6 +120,8 @@ def _result_json(result: RequirementResult) -> dict[str, Any]:
         "gate": requirement.gate,
         "text": requirement.text,
         "citation": requirement.citation,
+        "checks": requirement.checks,
+        "fix": requirement.fix,
         "status": result.status.value,
         "duration": round(result.duration, 4),
         "message": result.message,
@@ -270,6 +273,8 @@ def _failure_text(result: RequirementResult) -> str:
     lines = [
         result.requirement.text,
         f"citation: {result.requirement.citation}",
+        f"what the suite does: {result.requirement.checks}",
+        f"how to fix: {result.requirement.fix}",
         "",
         result.message,
     ]

@@ -128,7 +128,8 @@ class AgentSpec:
     description: str = ""
     options: Mapping[str, Any] = field(default_factory=dict[str, Any])
     source: str = "built-in"
-    """Where the entry comes from (a file path, or ``built-in``)."""
+    """Where the entry comes from: the registry file's absolute path (when read by
+    :func:`load_agents`), or ``built-in``."""
     url: str | None = None
     """An ``acp`` agent served at this URL (``subagents serve --listen``, or any server of
     the RFD's Streamable HTTP / WebSocket transport) instead of a command."""

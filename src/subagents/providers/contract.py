@@ -596,7 +596,8 @@ class ContinuableProvider(SubagentProvider, Protocol):
     async def prepare_continuable(
         self, request: SubagentRequest, *, cancel: CancelSignal
     ) -> Continuation:
-        """Start a child that later messages can reach (its first turn is ``request``)."""
+        """Start a child that later messages can reach (its first turn is ``request``; that
+        turn's outcome is the continuation's ``outcomes[0]``)."""
         ...
 
     async def resume_continuable(

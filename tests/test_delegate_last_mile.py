@@ -22,6 +22,8 @@ import subagents
 from subagents import DelegationEvent, DelegationOutcome
 from subagents.commands.run import RunOptions, run_async
 from subagents.config import load_agents
+from subagents.providers import SubagentError, SubagentErrorCode, TextProgress
+from subagents.providers.scripted import Script, ScriptedProvider
 from subagents.testing.leaks import assert_no_leak, descendants, snapshot
 
 STUBBORN = [sys.executable, str(Path(__file__).parent / "commands" / "stubborn_agent.py")]
@@ -241,3 +243,46 @@ async def test_a_delegation_closed_before_it_is_iterated_starts_nothing() -> Non
     await events.aclose()
     assert [event async for event in events] == []
     assert_no_leak(before)
+
+
+def _stuck_provider() -> ScriptedProvider:
+    """A provider whose run streams, never ends its turn, and whose disposal fails (it says
+    that something of the child survived)."""
+    failure = SubagentError(SubagentErrorCode.DISPOSE_INCOMPLETE, "the child survived")
+    script = Script(progress=[TextProgress("a")], turn_hangs=True, dispose_raises=failure)
+    return ScriptedProvider({"go": script})
+
+
+@pytest.mark.anyio
+async def test_aclose_raises_what_failed_in_the_clean_up() -> None:
+    """Issue 35 (B1): ``aclose()`` after an early stop raises what failed while the run was
+    disposed (here ``DISPOSE_INCOMPLETE``): never a silent return with the child running."""
+    async with _stuck_provider() as provider:
+        events = subagents.delegate(provider, "go")
+        with anyio.fail_after(10):
+            assert (await anext(events)).kind == "text"
+            with pytest.raises(SubagentError) as caught:
+                await events.aclose()
+    assert caught.value.code is SubagentErrorCode.DISPOSE_INCOMPLETE
+
+
+@pytest.mark.anyio
+async def test_a_clean_up_failure_after_a_bare_break_is_logged_not_lost(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 35 (B1): after a bare ``break``, nobody waits for the clean-up; what fails in it
+    is logged (``subagents.delegate``), and the event loop goes on (a trio system task that
+    raised would end the whole run)."""
+    async with _stuck_provider() as provider:
+        events = subagents.delegate(provider, "go")
+        host = events._host  # pyright: ignore[reportPrivateUsage]  # to wait for its end
+        async for event in events:
+            assert event.kind == "text"
+            break
+        del events
+        with anyio.fail_after(10):
+            await host.wait()
+    [record] = [r for r in caplog.records if r.name == "subagents.delegate"]
+    assert "the clean-up failed" in record.getMessage()
+    assert isinstance(record.exc_info, tuple)
+    assert "the child survived" in str(record.exc_info[1])

@@ -47,6 +47,7 @@ the same clean-up before the cancellation propagates.
 from __future__ import annotations
 
 import contextvars
+import logging
 import math
 import os
 import sys
@@ -88,6 +89,8 @@ __all__ = (
     "UnknownAgent",
     "delegate",
 )
+
+logger = logging.getLogger("subagents.delegate")
 
 STOP_GRACE: Final = 10.0
 """Seconds a cancelled (or timed out) child has, by default, to end its turn before it is
@@ -243,15 +246,22 @@ class Delegation(AsyncIterator[DelegationEvent]):
         except Exception:  # the end, or the delegation's own failure: the host is done
             raise
         except BaseException:  # cancelled while waiting (or interrupted): clean up first
+            failure: Exception | None = None
             with anyio.CancelScope(shield=True):
-                await host.close()
+                failure = await host.close()
+            if failure is not None:
+                logger.error("subagents.delegate: the clean-up failed", exc_info=failure)
             raise
 
     async def aclose(self) -> None:
-        """Stop: the run is disposed and its child reaped before this returns."""
+        """Stop: the run is disposed and its child reaped before this returns (what failed
+        on the way, a disposal that could not end the child say, is raised here)."""
         self._closed = True
+        failure: Exception | None = None
         with anyio.CancelScope(shield=True):
-            await self._host.close()
+            failure = await self._host.close()
+        if failure is not None:
+            raise failure
 
     async def __aenter__(self) -> Delegation:
         return self
@@ -316,6 +326,7 @@ class _Host:
         self._cancel = cancel
         self.spawned = False
         self._abandoned = False
+        self._orphaned = False
         self._scope: anyio.CancelScope | None = None
         self._send: MemoryObjectSendStream[DelegationEvent] | None = None
         self._receive: MemoryObjectReceiveStream[DelegationEvent] | None = None
@@ -380,6 +391,7 @@ class _Host:
     def abandon_soon(self) -> None:
         """:meth:`abandon`, from a finalizer: in the event loop, from whatever thread and at
         whatever point the garbage collector runs it."""
+        self._orphaned = True
         if self._call_soon is None:
             return
         try:
@@ -393,11 +405,14 @@ class _Host:
         if self._finished is not None:
             await self._finished.wait()
 
-    async def close(self) -> None:
-        """Stop, and wait until the host is done."""
+    async def close(self) -> Exception | None:
+        """Stop, wait until the host is done, and return what failed in it, if anything
+        (a disposal that could not end the child, say)."""
         self.abandon()
         if self._finished is not None:
             await self._finished.wait()
+        failure, self._failure = self._failure, None
+        return failure
 
     # -- the host's side
 
@@ -410,22 +425,29 @@ class _Host:
                 self._scope = scope
                 if self._abandoned:
                     scope.cancel()
-                try:
-                    outcome = await self._delegate(send)
-                    if outcome is not None:
-                        await send.send(outcome)
-                except _ClosedOrBroken:  # the consumer let go
-                    pass
-                except Exception as exc:
-                    self._failure = exc
+                outcome = await self._delegate(send)
+                if outcome is not None:
+                    await send.send(outcome)
+        except _ClosedOrBroken:  # the consumer let go
+            pass
+        except Exception as exc:  # also one the scope's exit leaves (a group, cancelled)
+            self._failure = self._failure or exc
         finally:
             send.close()
+            if self._orphaned and self._failure is not None:  # nobody will read it
+                logger.error(
+                    "subagents.delegate %s: the clean-up failed",
+                    self._agent,
+                    exc_info=self._failure,
+                )
             finished.set()  # the last thing the task does: a waiter sees it gone
 
     async def _delegate(
         self, send: MemoryObjectSendStream[DelegationEvent]
     ) -> DelegationOutcome | None:
-        """The run; its outcome, or ``None`` when the consumer let go first."""
+        """The run; its outcome, or ``None`` when the consumer let go first or it failed
+        (the failure kept in ``_failure`` at once: a cancellation of the host that follows,
+        out of a task group's exit, must not lose it)."""
         started = anyio.current_time()
         deadline = started + self._timeout if self._timeout else math.inf
         provider = self._provider
@@ -453,11 +475,11 @@ class _Host:
                         if exc.code is SubagentErrorCode.CANCELLED:
                             outcome = SubagentOutcome.cancelled("", signal.reason or "cancelled")
                         else:
-                            failure = exc
+                            failure = self._failure = exc
                     except _ClosedOrBroken:  # the consumer let go
                         gone = True
                     except Exception as exc:
-                        failure = exc
+                        failure = self._failure = exc
                 watchers.cancel_scope.cancel()
             if gone:
                 return None
@@ -468,7 +490,7 @@ class _Host:
                     run, child_id, self._stopped or "stopped", streamed.text
                 )
         if failure is not None:
-            raise failure
+            return None
         assert outcome is not None
         return DelegationOutcome(
             self._agent, outcome, anyio.current_time() - started, timed_out=self._timed_out

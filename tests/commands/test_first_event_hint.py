@@ -87,3 +87,24 @@ def test_an_agent_that_answered_initialize_but_sent_nothing_is_told_to_check_its
     assert "it answered `initialize` but nothing came on the prompt" in done.stderr
     assert "`subagents agents --probe silent`" in done.stderr
     assert "did not start speaking" not in done.stderr
+
+
+def test_the_hint_names_the_protocol_each_kind_of_agent_speaks() -> None:
+    """Issue 35 (C.6): an agent that never answered its `initialize` did not start speaking
+    its own protocol, which the hint names (Codex's app-server protocol, Claude Code's
+    stream-json, A2A at a URL), with the command to run by hand or the server to check."""
+    from subagents.commands.run import (
+        _first_event_reason,  # pyright: ignore[reportPrivateUsage]
+    )
+    from subagents.config import AgentSpec
+
+    codex = AgentSpec("cx", "codex", ("/opt/codex", "app-server"))
+    said = _first_event_reason(codex, 5, started=False)
+    assert "did not start speaking Codex's app-server protocol" in said
+    assert "run `/opt/codex app-server` by hand" in said
+    claude = AgentSpec("cc", "claude-code", ("claude",), model="m")
+    assert "Claude Code's stream-json" in _first_event_reason(claude, 5, started=False)
+    a2a = AgentSpec("remote", "a2a", url="http://build:9999")
+    said = _first_event_reason(a2a, 5, started=False)
+    assert "check that the server at http://build:9999 serves an A2A agent" in said
+    assert "reach its model" in _first_event_reason(codex, 5, started=True)

@@ -377,6 +377,15 @@ async def _first_event_deadline(
         cancel.cancel(_first_event_reason(spec, seconds, started=stops.started))
 
 
+_PROTOCOLS: Final = {
+    "acp": "ACP",
+    "a2a": "A2A",
+    "codex": "Codex's app-server protocol",
+    "claude-code": "Claude Code's stream-json",
+}
+"""What each out-of-process kind of agent speaks, for the first-event hint."""
+
+
 def _first_event_reason(spec: AgentSpec, seconds: float, *, started: bool) -> str:
     """Why a run got no first event, by how far the agent got: an agent that never answered
     ``initialize`` never started speaking its protocol (a wrong command, one waiting for input
@@ -388,9 +397,10 @@ def _first_event_reason(spec: AgentSpec, seconds: float, *, started: bool) -> st
             f"{said}: it answered `initialize` but nothing came on the prompt; check that it "
             f"can reach its model (`subagents agents --probe {spec.name}`), {wait}"
         )
-    protocol = "ACP" if spec.provider == "acp" else f"the {spec.provider} protocol"
+    protocol = _PROTOCOLS.get(spec.provider, "its protocol")
     if spec.agent_urls:
-        check = f"check that the server at {spec.agent_urls[0]} serves an ACP agent"
+        kind = "an A2A" if spec.provider == "a2a" else "an ACP"
+        check = f"check that the server at {spec.agent_urls[0]} serves {kind} agent"
     elif spec.command:
         check = f"run `{shlex.join(spec.command)}` by hand and read its stderr"
     else:

@@ -4,7 +4,9 @@ works), and every continuation turn's outcome, the first included, through the t
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from types import TracebackType
 
 import pytest
@@ -20,6 +22,7 @@ from subagents.providers import (
     SubagentCapabilities,
     SubagentEnded,
     SubagentOutcome,
+    SubagentProvider,
     SubagentRequest,
     SubagentRun,
     SubagentService,
@@ -28,6 +31,9 @@ from subagents.providers import (
 from subagents.providers.contract import Continuation, child_id_of
 from subagents.providers.scripted import ScriptedProvider
 from subagents.providers.spread import SpreadProvider
+from subagents.testing import check_provider
+
+from .test_scripted import SCENARIOS, SCRIPTS
 
 pytestmark = pytest.mark.anyio
 
@@ -227,3 +233,25 @@ async def test_a_run_written_before_the_rename_still_works() -> None:
         async with run:
             with pytest.warns(DeprecationWarning, match="has no child_id, only id"):
                 assert child_id_of(run).startswith("inner-")
+
+
+async def test_the_provider_kit_checks_a_run_that_has_only_id() -> None:
+    """Issue 35 (B6): ``check_provider`` still checks a provider whose runs have only ``id``
+    (it passes), saying with a ``DeprecationWarning`` that the id is named ``child_id`` now."""
+
+    @asynccontextmanager
+    async def legacy() -> AsyncIterator[SubagentProvider]:
+        async with ScriptedProvider(SCRIPTS) as inner:
+            yield _LegacyProvider(inner)  # pyright: ignore[reportReturnType]
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = await check_provider(
+            legacy, SCENARIOS, only={"start_publishes_a_child_that_completes"}
+        )
+    assert report.passed, report.failures
+    assert [r.name for r in report.results] == ["start_publishes_a_child_that_completes"]
+    assert any(
+        issubclass(w.category, DeprecationWarning) and "has no child_id, only id" in str(w.message)
+        for w in caught
+    )

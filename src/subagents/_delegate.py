@@ -40,8 +40,12 @@ at once: the run is disposed and the child reaped in the background, and at the 
 before ``asyncio.run`` or ``trio.run`` returns (both cancel and wait for such tasks). To wait
 for the clean-up where you stop, close the delegation (``await events.aclose()``) or enter it
 (``async with subagents.delegate(...) as events:``): the child is reaped before ``aclose()``
-returns or the block ends. A consumer cancelled while it waits for the next event waits for
-the same clean-up before the cancellation propagates.
+returns or the block ends (and ``aclose()`` raises what failed in it, a disposal that could
+not end the child say; after a bare ``break`` that is logged, on the ``subagents.delegate``
+logger). A consumer cancelled while it waits for the next event waits for the same clean-up
+before the cancellation propagates. A delegation still referenced (kept in a variable) after
+the loop is left is not let go of: its child waits, until ``aclose()`` or the last reference
+goes.
 """
 
 from __future__ import annotations

@@ -50,6 +50,14 @@ BAD_INVOCATIONS = [
     ["bridge", "http://127.0.0.1:1/acp", "--timeout", "abc"],
     ["bridge", "http://127.0.0.1:1/acp", "--header", "nocolon"],
     ["conformance", "--jobs", "abc", "--", "./agent"],
+    ["conformance", "--only", "ACP-NOPE-001", "--", "./agent"],
+    ["conformance", "--explain", "ACP-NOPE-001"],
+    ["conformance", "--timeout", "-1", "--", "./agent"],
+    ["conformance", "--check-timeout", "0", "--", "./agent"],
+    ["conformance", "--startup-timeout", "nan", "--", "./agent"],
+    ["conformance", "--json", "/no/such/dir/report.json", "--", "./agent"],
+    ["conformance", "--junit", "/no/such/dir/report.xml", "--", "./agent"],
+    ["conformance", "--write-baseline", "/no/such/dir/b.json", "--", "./agent"],
 ]
 
 
@@ -62,6 +70,9 @@ def test_a_usage_error_is_one_line_and_a_hint_with_exit_status_2(
     (`subagents demo --only nope` printed a 142-line exception group; argparse's errors
     printed the whole usage first; `subagents` alone printed the whole help)."""
     (tmp_path / "subagents.toml").write_text('[agents.unknown-kind]\nprovider = "no-such-kind"\n')
+    agent = tmp_path / "agent"  # a conforming agent: the error is the option's, not the agent's
+    agent.write_text(f"#!/bin/sh\nexec {sys.executable} -m subagents.examples.tiny_agent\n")
+    agent.chmod(0o755)
     done = subprocess.run(
         [sys.executable, "-m", "subagents", *argv],
         capture_output=True,

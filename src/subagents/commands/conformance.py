@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import math
 import os
 import shlex
 import signal
@@ -211,6 +212,22 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _unwritable(target: str | None) -> str | None:
+    """Why a report cannot be written to ``target`` (checked before the suite runs, not after
+    minutes of it), or ``None``."""
+    if not target:
+        return None
+    path = Path(target)
+    if path.is_dir():
+        return "is a directory"
+    parent = path.parent
+    if not parent.is_dir():
+        return f"no such directory: {parent}"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"cannot write in {parent}"
+    return None
+
+
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     from ..conformance.framework import Options
     from ..conformance.report import (
@@ -285,6 +302,23 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     if args.cancel_rounds < 1:
         err.write("subagents conformance: --cancel-rounds must be at least 1\n")
         return 2
+    for flag, seconds in (
+        ("--timeout", args.timeout),
+        ("--startup-timeout", args.startup_timeout),
+        ("--check-timeout", args.check_timeout),
+    ):
+        if not math.isfinite(seconds) or seconds <= 0:
+            err.write(f"subagents conformance: {flag} must be seconds > 0, not {seconds}\n")
+            return 2
+    for flag, target in (
+        ("--json", args.json),
+        ("--junit", args.junit),
+        ("--write-baseline", args.write_baseline),
+    ):
+        problem = _unwritable(target)
+        if problem is not None:
+            err.write(f"subagents conformance: {flag} {target}: {problem}\n")
+            return 2
     cwd = Path(args.cwd) if args.cwd else Path.cwd()
     if not cwd.is_dir():
         err.write(f"subagents conformance: --cwd {args.cwd}: no such directory\n")

@@ -10,6 +10,7 @@ siblings and its host, silently).
 
 from __future__ import annotations
 
+import asyncio
 import math
 from typing import cast
 
@@ -22,9 +23,15 @@ __all__ = ("is_real_cancellation", "owner_cancelled", "passes_through")
 
 def owner_cancelled() -> bool:
     """Whether a cancel scope around the current task has been cancelled (or its deadline
-    has passed): a cancellation seen now is real."""
+    has passed), or, on asyncio, the task itself was cancelled (``task.cancel()``: a task
+    of asyncio's own, or the main task on a Ctrl-C): a cancellation seen now is real."""
     deadline = anyio.current_effective_deadline()
-    return deadline == -math.inf or deadline <= anyio.current_time()
+    if deadline == -math.inf or deadline <= anyio.current_time():
+        return True
+    if anyio.get_cancelled_exc_class() is asyncio.CancelledError:
+        task = asyncio.current_task()
+        return task is not None and task.cancelling() > 0
+    return False
 
 
 def is_real_cancellation(exc: BaseException) -> bool:

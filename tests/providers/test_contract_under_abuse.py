@@ -520,3 +520,36 @@ async def test_a_cancellation_is_real_only_while_a_scope_around_it_is_cancelled(
     assert passes_through(GeneratorExit())
     assert not passes_through(Boom("no"))
     assert not passes_through(KeyboardInterrupt())
+
+
+async def test_the_event_loops_own_cancellation_of_a_task_is_real(anyio_backend: str) -> None:
+    """Issue 35, part A, point 2: a task cancelled by its event loop's own means (asyncio's
+    ``task.cancel()``, as the main task on a Ctrl-C; trio's cancel scope) sees a real
+    cancellation, not a stray."""
+    seen: list[bool] = []
+    started = anyio.Event()
+
+    async def victim() -> None:
+        started.set()
+        try:
+            await anyio.sleep(5)
+        except anyio.get_cancelled_exc_class() as exc:
+            seen.append(is_real_cancellation(exc))
+            raise
+
+    with anyio.fail_after(5):
+        if anyio_backend == "asyncio":
+            task = asyncio.ensure_future(victim())
+            await started.wait()
+            task.cancel()
+            (result,) = await asyncio.gather(task, return_exceptions=True)
+            assert isinstance(result, asyncio.CancelledError)
+        else:
+            import trio
+
+            with trio.CancelScope() as scope:
+                async with anyio.create_task_group() as group:
+                    group.start_soon(victim)
+                    await started.wait()
+                    scope.cancel()
+    assert seen == [True]

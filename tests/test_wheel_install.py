@@ -149,3 +149,90 @@ def test_the_installed_wheel_runs_version_demo_and_a_conformance_run_outside_the
 
     assert sorted(p.name for p in installed.home.iterdir()) == []
     assert sorted(p.name for p in installed.work.iterdir()) == ["my_agent.py", "report.json"]
+
+
+HARNESS_BUILDER = """\
+import anyio
+import subagents
+
+
+async def main() -> None:
+    async for event in subagents.delegate("reference", "stream 50"):
+        print(event.kind)
+        break  # a plain break, no async with: most users write exactly this
+    try:
+        subagents.delegate("reference", "hi", permission="maybe")  # type: ignore[arg-type]
+    except ValueError as exc:
+        print("ValueError:", exc)
+    async for event in subagents.delegate("reference", "hello"):
+        if event.kind == "outcome":
+            print(event.status, event.output)
+
+
+anyio.run(main)
+"""
+
+
+@pytest.mark.timeout(300)
+def test_a_newcomers_three_paths_work_from_the_wheel_without_a_traceback(
+    installed: Installed,
+) -> None:
+    """Issue 35 / done means: from the wheel in a fresh venv, in another directory, the three
+    newcomer paths end without a traceback or a warning: the harness builder's delegation left
+    with a plain `break` (and a misused argument refused), the integrator's registry file in
+    another directory naming its agent by a relative path, the agent author's conformance run
+    of the packaged tiny agent with `--list`, `--explain` and a mistyped `--only`."""
+    subagents = str(installed.venv / "bin" / "subagents")
+
+    # The harness builder: Python, the front door, a break out of the loop.
+    (installed.work / "builder.py").write_text(HARNESS_BUILDER, encoding="utf-8")
+    builder = installed.run("python", "-X", "dev", "-W", "error", "builder.py", timeout=120)
+    assert builder.returncode == 0, builder.stderr
+    assert builder.stderr == ""
+    lines = builder.stdout.splitlines()
+    assert lines[0] in {"text", "thought", "tool_call", "plan", "usage", "other"}, lines
+    assert lines[1].startswith("ValueError: permission: expected one of"), lines
+    assert lines[2] == "completed hello", lines
+
+    # The integrator: a registry file in another directory, its agent named relative to it.
+    project = installed.work / "project"
+    project.mkdir()
+    shutil.copy(TINY_AGENT, project / "echo_agent.py")
+    (project / "subagents.toml").write_text(
+        '[agents.echo]\nprovider = "acp"\ncommand = ["python", "echo_agent.py"]\n',
+        encoding="utf-8",
+    )
+    listed = installed.run(subagents, "agents", "--config", "project/subagents.toml")
+    assert listed.returncode == 0, listed.stderr
+    assert str(project / "subagents.toml") in listed.stdout.replace("\n", "")
+    ran = installed.run(
+        subagents, "run", "--config", "project/subagents.toml", "echo", "hello", timeout=120
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "hello" in ran.stdout
+    assert "Traceback" not in ran.stderr
+
+    # The agent author: what the suite checks, one explained, the packaged tiny agent judged.
+    listing = installed.run(subagents, "conformance", "--list")
+    assert listing.returncode == 0, listing.stderr
+    assert "ACP-PROMPT-004" in listing.stdout
+    explained = installed.run(subagents, "conformance", "--explain", "ACP-PROMPT-004")
+    assert explained.returncode == 0, explained.stderr
+    assert "1 MiB" in explained.stdout
+    typo = installed.run(subagents, "conformance", "--only", "ACP-INT-001", "--", "python", "x")
+    assert typo.returncode == 2
+    assert "did you mean ACP-INIT-001?" in typo.stderr
+    assert "Traceback" not in typo.stderr
+    judged = installed.run(
+        subagents,
+        "conformance",
+        "python -m subagents.examples.tiny_agent",  # quoted, as --acp-agent takes it
+        "--only",
+        "ACP-INIT-001",
+        "--only",
+        "ACP-PROMPT-001",
+        timeout=180,
+    )
+    assert judged.returncode == 0, judged.stdout + judged.stderr
+    assert "verdict: CONFORMANT" in judged.stdout
+    assert "Traceback" not in judged.stdout + judged.stderr

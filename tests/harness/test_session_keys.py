@@ -225,3 +225,27 @@ def test_a_folder_from_before_key_claims_has_its_keys_claimed(tmp_path: Path) ->
     new = SessionStore(tmp_path).create()
     assert new.key != old.key
     assert keys_in(tmp_path) == ["root", new.key]
+
+
+async def test_two_delegations_to_a_fork_entry_on_one_folder_get_distinct_keys(
+    tmp_path: Path,
+) -> None:
+    """Issue 35, part A, point 3: ``subagents.delegate`` (as ``subagents run``) to a fork entry
+    whose sessions folder is shared starts each call from a root of its own: two calls get
+    four distinct keys (both calls' root and child were ``root`` and ``root.1``)."""
+    import subagents
+
+    registry = tmp_path / "agents.toml"
+    registry.write_text(
+        '[agents.forked]\nprovider = "fork"\noptions = { sessions = "sessions" }\n',
+        encoding="utf-8",
+    )
+    for prompt in ("first", "second"):
+        with anyio.fail_after(30):
+            events = [e async for e in subagents.delegate("forked", prompt, config=registry)]
+        outcome = events[-1]
+        assert isinstance(outcome, subagents.DelegationOutcome)
+        assert outcome.output == f"You said: {prompt}"
+    keys = keys_in(tmp_path / "sessions")
+    assert len(set(keys)) == len(keys) == 4
+    assert {"root", "root.1"} <= set(keys)

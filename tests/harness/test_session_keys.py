@@ -249,3 +249,28 @@ async def test_two_delegations_to_a_fork_entry_on_one_folder_get_distinct_keys(
     keys = keys_in(tmp_path / "sessions")
     assert len(set(keys)) == len(keys) == 4
     assert {"root", "root.1"} <= set(keys)
+
+
+async def test_a_key_recorded_twice_at_once_in_one_process_is_refused_not_overwritten(
+    tmp_path: Path,
+) -> None:
+    """Issue 35, part A, point 3: two runtimes with stores of their own (in memory: their keys
+    are unique only in each) recording into one snapshot folder would both record ``root``;
+    the second is refused, naming the file and what to do, and the first recording is kept
+    whole. Once the first runtime is gone, recording the key again (re-recording) works."""
+    snapshots = tmp_path / "snapshots"
+    first = AgentRuntime(OfflineModel(), snapshots=SnapshotStore(snapshots, "record"))
+    with anyio.fail_after(10):
+        await first.root_agent().run("hello", cancel=CancelSignal())
+    recorded = (snapshots / "root.jsonl").read_text(encoding="utf-8")
+    second = AgentRuntime(OfflineModel(), snapshots=SnapshotStore(snapshots, "record"))
+    with pytest.raises(ValueError, match="already being recorded") as info:
+        second.root_agent()
+    assert "root.jsonl" in str(info.value)
+    assert "sessions folder" in str(info.value)
+    assert (snapshots / "root.jsonl").read_text(encoding="utf-8") == recorded
+    del first
+    again = AgentRuntime(OfflineModel(), snapshots=SnapshotStore(snapshots, "record"))
+    with anyio.fail_after(10):
+        await again.root_agent().run("bye", cancel=CancelSignal())
+    assert "bye" in (snapshots / "root.jsonl").read_text(encoding="utf-8")

@@ -5,7 +5,10 @@ line: ``{"request": ..., "chunks": [...], "response": ...}`` (``chunks``: the st
 deltas, replayed through ``on_text`` as they came) or ``{"request": ..., "error": {...}}``
 for a call that failed. Files are named by the session's **key** (``root.1.2``: stable across
 runs, unlike session ids), so a nested scenario (parent -> child -> grandchild, spawn or
-fork) records one file per session and replays without a key and without the network.
+fork) records one file per session and replays without a key and without the network. Keys
+are unique per session store (per sessions folder, across processes), so no session's
+recording overwrites another's; in one process a file already being recorded is refused
+rather than overwritten (:meth:`SnapshotStore.adapter`).
 
 Replay fails loudly: a request that differs from the recorded one, or one more call than was
 recorded, raises :class:`SnapshotMismatch` (an ``LlmError`` of kind ``config``, so the turn
@@ -14,10 +17,12 @@ ends ``failed`` with a message naming the file, the exchange and the first diffe
 
 from __future__ import annotations
 
+import gc
 import json
+import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeAlias, cast, final
+from typing import Any, Final, Literal, TypeAlias, cast, final
 
 import anyio
 
@@ -220,11 +225,33 @@ class SnapshotStore:
 
     def adapter(self, key: str, inner: LlmAdapter | None) -> LlmAdapter:
         """The adapter for the session ``key``: ``inner`` recorded, or the replay. Recording
-        starts a fresh file (an old one for the key is replaced)."""
+        starts a fresh file (an old one for the key is replaced: re-recording), unless that
+        file is being recorded in this process already (another session with the same key:
+        two runtimes whose session stores are not one): then a ``ValueError`` rather than
+        overwrite that recording. Keys are unique per session store, and per sessions folder
+        across processes (:mod:`subagents.harness.session`)."""
         path = self.path_for(key)
         if self.mode == "replay":
             return ReplayAdapter(path)
         if inner is None:
             raise ValueError("recording needs the real adapter to record")
+        resolved = path.resolve()
+        if _RECORDING.get(resolved) is not None:
+            gc.collect()  # a recorder only a reference cycle keeps is no recording any more
+            if _RECORDING.get(resolved) is not None:
+                raise ValueError(
+                    f"snapshot {path} is already being recorded in this process by another "
+                    f"session with the key {key!r}: recording it again would overwrite that "
+                    "recording. Give the runtimes one sessions folder (or one SessionStore): "
+                    "its keys are unique"
+                )
         path.unlink(missing_ok=True)
-        return RecordingAdapter(inner, path)
+        recorder = RecordingAdapter(inner, path)
+        _RECORDING[resolved] = recorder
+        return recorder
+
+
+_RECORDING: Final[weakref.WeakValueDictionary[Path, RecordingAdapter]] = (
+    weakref.WeakValueDictionary()
+)
+"""The snapshot files being recorded in this process (while their recorder lives)."""

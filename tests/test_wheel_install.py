@@ -186,7 +186,7 @@ def test_a_newcomers_three_paths_work_from_the_wheel_without_a_traceback(
 
     # The harness builder: Python, the front door, a break out of the loop.
     (installed.work / "builder.py").write_text(HARNESS_BUILDER, encoding="utf-8")
-    builder = installed.run("python", "-X", "dev", "-W", "error", "builder.py", timeout=120)
+    builder = installed.run("python", "-W", "error", "builder.py", timeout=120)
     assert builder.returncode == 0, builder.stderr
     assert builder.stderr == ""
     lines = builder.stdout.splitlines()

@@ -68,7 +68,6 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from .cancel import CancelSignal
 from .config import ConfigError, Permission
 from .providers.contract import (
-    PARTIAL_OUTPUT_LIMIT,
     OutcomeStatus,
     ProgressEvent,
     SubagentError,
@@ -79,6 +78,7 @@ from .providers.contract import (
     SubagentRun,
     child_id_of,
 )
+from .providers.progress import StreamedText, stopped_outcome
 
 if TYPE_CHECKING:
     from .config import AgentSpec
@@ -532,44 +532,6 @@ class _Host:
         await anyio.sleep(self._grace)
         self._stopped = f"{signal.reason}; the agent did not stop in time and was stopped"
         hard.cancel()
-
-
-@final
-class StreamedText:
-    """The text a run streamed, kept (bounded) for when it is stopped outright (also used by
-    ``subagents run``)."""
-
-    def __init__(self) -> None:
-        self._parts: list[str] = []
-        self._size = 0
-
-    def add(self, event: ProgressEvent) -> None:
-        if event.kind == "text" and self._size <= PARTIAL_OUTPUT_LIMIT:
-            self._parts.append(event.text)
-            self._size += len(event.text)
-
-    @property
-    def text(self) -> str:
-        return "".join(self._parts)
-
-
-async def stopped_outcome(
-    run: SubagentRun | None, child_id: str, reason: str, streamed: str = ""
-) -> SubagentOutcome:
-    """The outcome of a run stopped outright (its turn never ended): ``cancelled`` with
-    ``reason``, keeping the text the child streamed: the run's own partial output once its
-    disposal settled it (every provider of the package keeps it), else ``streamed`` (what the
-    consumer saw)."""
-    if run is not None:
-        settled: SubagentOutcome | None = None
-        with anyio.move_on_after(1.0, shield=True):  # disposed: settled already, or soon
-            settled = await run.result()
-        if settled is not None:
-            if settled.status == "completed":
-                return settled
-            if settled.partial_output is not None:
-                return replace(settled, status="cancelled", message=reason, failure_kind=None)
-    return SubagentOutcome.cancelled(child_id, reason, partial=streamed)
 
 
 def _parent_session(provider: SubagentProvider) -> str | None:

@@ -552,9 +552,8 @@ async def _delegate(
     stops: _Stops,
     debug: bool,
 ) -> int:
-    from .._delegate import StreamedText, stopped_outcome
     from ..providers.fork import ForkProvider
-    from ..providers.progress import ProgressFeed
+    from ..providers.progress import ProgressFeed, StreamedText, stopped_outcome
 
     spec = options.spec
     started = anyio.current_time()

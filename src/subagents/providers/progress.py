@@ -6,16 +6,57 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Callable
+from dataclasses import replace
 from typing import final
 
 import anyio
 
 from ..protocol.jsonrpc import JsonValue
-from .contract import PARTIAL_OUTPUT_LIMIT, ProgressEvent
+from .contract import PARTIAL_OUTPUT_LIMIT, ProgressEvent, SubagentOutcome, SubagentRun
 
-__all__ = ("ProgressFeed", "describe", "progress_json")
+__all__ = ("ProgressFeed", "StreamedText", "describe", "progress_json", "stopped_outcome")
 
 logger = logging.getLogger("subagents.providers.progress")
+
+
+@final
+class StreamedText:
+    """The text a run streamed, kept (up to a little more than
+    :data:`~subagents.providers.contract.PARTIAL_OUTPUT_LIMIT`) for its outcome when the run is
+    cancelled, fails or is stopped outright: a progress feed keeps one, and so does a consumer
+    of the events (``subagents.delegate``, ``subagents run``)."""
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+        self._size = 0
+
+    def add(self, event: ProgressEvent) -> None:
+        if event.kind == "text" and self._size <= PARTIAL_OUTPUT_LIMIT:
+            self._parts.append(event.text)
+            self._size += len(event.text)
+
+    @property
+    def text(self) -> str:
+        return "".join(self._parts)
+
+
+async def stopped_outcome(
+    run: SubagentRun | None, child_id: str, reason: str, streamed: str = ""
+) -> SubagentOutcome:
+    """The outcome of a run stopped outright (its turn never ended): ``cancelled`` with
+    ``reason``, keeping the text the child streamed: the run's own partial output once its
+    disposal settled it (every provider of the package keeps it), else ``streamed`` (what the
+    consumer saw)."""
+    if run is not None:
+        settled: SubagentOutcome | None = None
+        with anyio.move_on_after(1.0, shield=True):  # disposed: settled already, or soon
+            settled = await run.result()
+        if settled is not None:
+            if settled.status == "completed":
+                return settled
+            if settled.partial_output is not None:
+                return replace(settled, status="cancelled", message=reason, failure_kind=None)
+    return SubagentOutcome.cancelled(child_id, reason, partial=streamed)
 
 
 @final
@@ -38,22 +79,19 @@ class ProgressFeed:
         self._emptied: anyio.Event | None = None
         self._closed = False
         self.dropped = 0
-        self._text: list[str] = []
-        self._text_size = 0
+        self._text = StreamedText()
 
     @property
     def streamed_text(self) -> str:
         """The text events pushed so far, joined (kept whether or not anyone read them, up to
         a little more than :data:`~subagents.providers.contract.PARTIAL_OUTPUT_LIMIT`): a
         cancelled or failed run's partial output."""
-        return "".join(self._text)
+        return self._text.text
 
     def push(self, event: ProgressEvent) -> None:
         if self._closed:
             return
-        if event.kind == "text" and self._text_size <= PARTIAL_OUTPUT_LIMIT:
-            self._text.append(event.text)
-            self._text_size += len(event.text)
+        self._text.add(event)
         if len(self._events) == self._events.maxlen:
             self.dropped += 1
         self._events.append(event)

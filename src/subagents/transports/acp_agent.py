@@ -2,29 +2,9 @@
 
 Subclass :class:`Agent` and override the methods the agent supports; only those are routed.
 A method that is not overridden is answered ``-32601 Method not found``, never with a silent
-success, and the default :meth:`Agent.capabilities` advertises exactly what is overridden::
-
-    import uuid
-
-    from subagents.protocol import acp
-    from subagents.transports.acp_agent import Agent, AgentTurn, ClientConnection, run_agent
-
-
-    class Echo(Agent):
-        agent_name = "echo"
-
-        async def new_session(
-            self, params: acp.NewSessionRequest, conn: ClientConnection
-        ) -> acp.NewSessionResponse:
-            return acp.NewSessionResponse(session_id=uuid.uuid4().hex)
-
-        async def prompt(self, params: acp.PromptRequest, turn: AgentTurn) -> acp.StopReason:
-            for block in params.prompt:
-                await turn.send_update(acp.AgentMessageChunkSessionUpdate(content=block))
-            return "end_turn"
-
-
-    run_agent(Echo())
+success, and the default :meth:`Agent.capabilities` advertises exactly what is overridden.
+The smallest agent, whole (20 lines, an echo), is :mod:`subagents.examples.tiny_agent`: run it
+with ``python -m subagents.examples.tiny_agent``, copy it to start your own.
 
 What the endpoint guarantees, whatever the agent does:
 

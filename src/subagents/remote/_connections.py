@@ -203,9 +203,13 @@ class RemoteConnection:
         limits: ServerLimits,
         *,
         connection_id: str | None = None,
+        principal: str | None = None,
     ) -> None:
         self.id = connection_id or secrets.token_urlsafe(18)
         self.kind = kind
+        self.principal = principal
+        """The name of the principal whose token made the connection (``None``: the server
+        has no token); every request on it must carry that principal's token."""
         self.limits = limits
         self.link: AgentLink | None = None
         self.outlet = Outlet(limits.max_buffered_messages)

@@ -27,7 +27,7 @@ from tests.remote._serve_processes import children
 
 START_BOUND: Final = 30.0
 STOP_BOUND: Final = 20.0
-TOKEN: Final = "chain-token"
+TOKEN: Final = "chain-Yk3v9Qm7Xr2Lw8Tn5Bz1Hc6Jd4Fg0Ps-Ua_Re7Wi2Ko"
 _LISTENING: Final = re.compile(r"listening on (http://\S+/) \(card: (\S+)\)\n")
 
 

@@ -27,7 +27,7 @@ REFERENCE = AgentSpec(
     (sys.executable, "-m", "subagents.agents.reference"),
     description="the reference agent, over A2A",
 )
-TOKEN = "a2a-test-token"
+TOKEN = "a2a-Yk3v9Qm7Xr2Lw8Tn5Bz1Hc6Jd4Fg0Ps-Ua_Re7Wi2Ko"
 
 
 @pytest.fixture

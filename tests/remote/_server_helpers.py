@@ -31,6 +31,8 @@ from subagents.remote import (
 REFERENCE: Final = [sys.executable, "-m", "subagents.agents.reference"]
 """The reference ACP agent (offline, scenario chosen by the prompt's first word)."""
 WAIT: Final = 20.0
+TOKEN: Final = "s3cret-Yk3v9Qm7Xr2Lw8Tn5Bz1Hc6Jd4Fg0Ps-Ua_Re7Wi2Ko"
+"""A bearer token strong enough for the servers (issue 34: weak ones are refused)."""
 """The bound on every wait of these tests (a hang fails, never a slow machine)."""
 
 Message = dict[str, Any]

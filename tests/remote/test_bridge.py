@@ -30,7 +30,7 @@ from tests.remote._server_helpers import (
 pytestmark = pytest.mark.anyio
 
 BOUND = 30.0
-TOKEN = "bridge-token"
+TOKEN = "bridge-Yk3v9Qm7Xr2Lw8Tn5Bz1Hc6Jd4Fg0Ps-Ua_Re7Wi2Ko"
 
 
 @pytest.fixture(params=["http", "ws"])

@@ -28,7 +28,7 @@ from tests.remote._server_helpers import running_server
 pytestmark = pytest.mark.anyio
 
 BOUND = 30.0
-TOKEN = "our-token"
+TOKEN = "our-Yk3v9Qm7Xr2Lw8Tn5Bz1Hc6Jd4Fg0Ps-Ua_Re7Wi2Ko"
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import anyio.abc
 import pytest
 
 from subagents.cli import main
-from tests.remote._server_helpers import WAIT, RawClient, http_client, prompt_request
+from tests.remote._server_helpers import TOKEN, WAIT, RawClient, http_client, prompt_request
 
 SERVE = [sys.executable, "-m", "subagents", "serve"]
 
@@ -76,14 +76,15 @@ async def test_the_runtime_is_served_without_an_agent_command(tmp_path: Path) ->
     """Issue 20: without ``-- COMMAND`` the in-process runtime is served (offline model);
     the token comes from a file (never argv) and is required by the server it starts."""
     token_file = tmp_path / "token"
-    token_file.write_text("file-token\n")
+    token_file.write_text(f"{TOKEN}\n")
+    token_file.chmod(0o600)
     command = [*SERVE, "--listen", "127.0.0.1:0", "--token-file", str(token_file)]
     async with await anyio.open_process(command, stdin=None, stdout=None) as process:
         try:
             url = await read_url(process)
             async with http_client() as http:
                 refused = await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "x"})
-                client = RawClient(http, url, token="file-token")
+                client = RawClient(http, url, token=TOKEN)
                 await client.initialize()
                 async with client.stream() as events:
                     session_id = await client.new_session(events)

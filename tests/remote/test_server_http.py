@@ -10,6 +10,7 @@ import pytest
 
 from subagents.remote import RemoteServer, ServerLimits
 from tests.remote._server_helpers import (
+    TOKEN,
     Message,
     RawClient,
     connected,
@@ -172,7 +173,7 @@ async def test_an_oversize_body_is_413() -> None:
 async def test_without_the_token_a_request_is_401_but_health_answers() -> None:
     """Issue 20: a bearer token ("Authorization: Bearer …"; 401 with WWW-Authenticate: Bearer
     otherwise); "A GET /health ... without auth"."""
-    async with running_server(token="s3cret") as server, http_client() as http:
+    async with running_server(token=TOKEN) as server, http_client() as http:
         missing = await http.post(server.url, json=initialize_request())
         wrong = await http.post(
             server.url, json=initialize_request(), headers={"Authorization": "Bearer nope"}
@@ -182,7 +183,7 @@ async def test_without_the_token_a_request_is_401_but_health_answers() -> None:
         )
         get = await http.get(server.url, headers=SSE)
         health = await http.get(server.health_url)
-        client = RawClient(http, server.url, token="s3cret")
+        client = RawClient(http, server.url, token=TOKEN)
         answer = await client.initialize()
         await client.delete()
     for response in (missing, wrong, basic, get):

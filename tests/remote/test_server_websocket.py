@@ -15,6 +15,7 @@ from httpx_ws import AsyncWebSocketSession, WebSocketUpgradeError, aconnect_ws
 
 from subagents.remote import RemoteServer, ServerLimits
 from tests.remote._server_helpers import (
+    TOKEN,
     WAIT,
     Message,
     http_client,
@@ -159,11 +160,11 @@ async def test_closing_the_socket_stops_the_agent(reference_server: RemoteServer
 
 async def test_a_websocket_needs_the_token_too() -> None:
     """Issue 20: the bearer token guards the upgrade as well (401 with WWW-Authenticate)."""
-    async with running_server(token="s3cret") as server:
+    async with running_server(token=TOKEN) as server:
         with pytest.raises(WebSocketUpgradeError) as refused:
             async with websocket(server):
                 pass
-        async with websocket(server, {"Authorization": "Bearer s3cret"}) as ws:
+        async with websocket(server, {"Authorization": f"Bearer {TOKEN}"}) as ws:
             assert await start_session(ws)
     assert refused.value.response.status_code == 401
     assert refused.value.response.headers["www-authenticate"].startswith("Bearer")

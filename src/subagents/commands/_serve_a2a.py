@@ -21,6 +21,7 @@ import anyio
 
 if TYPE_CHECKING:
     from ..config import AgentSpec
+    from ..remote import Principals
 
 __all__ = ("run_a2a",)
 
@@ -63,8 +64,7 @@ def run_a2a(args: argparse.Namespace) -> int:
 
     try:
         host, port = parse_listen(args.a2a)
-        token = read_token(args)
-        check_listen_address(host, token)
+        token = check_listen_address(host, read_token(args))
         # The certificate and key are checked now, before the agent is built (as --listen's).
         configure_tls(Config(), args.tls_cert, args.tls_key)
         if args.max_tasks < 1:
@@ -104,7 +104,7 @@ async def _serve(
     spec: AgentSpec,
     host: str,
     port: int,
-    token: str | None,
+    token: Principals | None,
     bounds: _Bounds,
     public_url: str | None,
     tls: _Tls,

@@ -44,7 +44,7 @@ import anyio
 if TYPE_CHECKING:
     from ..harness.llm.types import LlmAdapter
     from ..harness.runtime import AgentRuntime
-    from ..remote import AgentBackend, ServerLimits
+    from ..remote import AgentBackend, ClientMcpPolicy, Principals, ServerLimits
 
 __all__ = ("add_parser", "make_adapter", "make_runtime", "run")
 
@@ -114,7 +114,27 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         help="the environment variable holding the bearer token clients must send",
     )
     token.add_argument(
-        "--token-file", type=Path, metavar="PATH", help="a file holding the bearer token"
+        "--token-file",
+        type=Path,
+        metavar="PATH",
+        help="a file holding the bearer token, or NAME:TOKEN lines (one principal each); "
+        "not readable by group or others (chmod 600)",
+    )
+    remote.add_argument(
+        "--allow-client-mcp-command",
+        action="append",
+        default=[],
+        metavar="PROGRAM",
+        help="with --listen: a stdio MCP server command a client may name in session/new "
+        "(exactly; repeatable; default: none, every client MCP server is refused)",
+    )
+    remote.add_argument(
+        "--allow-client-mcp-url",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="with --listen: an http(s) MCP server URL (or a path below it) a client may "
+        "name (repeatable; default: none)",
     )
     remote.add_argument(
         "--tls-cert", type=Path, metavar="PEM", help="serve HTTPS: the certificate (chain)"
@@ -309,8 +329,9 @@ def parse_listen(value: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def read_token(args: argparse.Namespace) -> str | None:
-    """The bearer token from ``--token-env`` or ``--token-file`` (never from argv)."""
+def read_token(args: argparse.Namespace) -> str | Principals | None:
+    """The bearer token from ``--token-env``, or the principals of ``--token-file`` (never
+    from argv; a file readable by group or others is refused)."""
     if args.token_env:
         token = os.environ.get(args.token_env, "").strip()
         if not token:
@@ -319,14 +340,23 @@ def read_token(args: argparse.Namespace) -> str | None:
             )
         return token
     if args.token_file is not None:
+        from ..remote import Principals
+        from ..remote._principals import TokenError
+
         try:
-            token = args.token_file.read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise ServeConfigError(f"--token-file {args.token_file}: {exc.strerror}") from exc
-        if not token:
-            raise ServeConfigError(f"--token-file {args.token_file}: the file is empty")
-        return token
+            return Principals.from_file(args.token_file)
+        except TokenError as exc:
+            raise ServeConfigError(f"--token-file: {exc}") from exc
     return None
+
+
+def _client_mcp(args: argparse.Namespace) -> ClientMcpPolicy:
+    from ..remote import ClientMcpPolicy
+
+    try:
+        return ClientMcpPolicy.allowing(args.allow_client_mcp_command, args.allow_client_mcp_url)
+    except ValueError as exc:
+        raise ServeConfigError(f"--allow-client-mcp-url: {exc}") from exc
 
 
 def _agent_command(args: argparse.Namespace) -> list[str]:
@@ -392,15 +422,20 @@ def _run_listen(args: argparse.Namespace) -> int:
 
     try:
         host, port = parse_listen(args.listen)
-        token = read_token(args)
-        check_listen_address(host, token)
+        principals = check_listen_address(host, read_token(args))
         limits = _limits(args)
         backend = _backend(args)
+        client_mcp = _client_mcp(args)
     except (ServeConfigError, RemoteServerConfigError, ValueError) as exc:
         sys.stderr.write(f"subagents serve: {exc}\n")
         return 2
+    # With the runtime and --sessions, each session's principal is recorded beside it.
+    ownership = (
+        args.sessions / ".principals" if args.sessions and not _agent_command(args) else None
+    )
+    serving = functools.partial(_serve_http, client_mcp=client_mcp, ownership_dir=ownership)
     try:
-        anyio.run(_serve_http, backend, host, port, token, limits, args.tls_cert, args.tls_key)
+        anyio.run(serving, backend, host, port, principals, limits, args.tls_cert, args.tls_key)
     except RemoteServerConfigError as exc:
         sys.stderr.write(f"subagents serve: {exc}\n")
         return 2
@@ -413,10 +448,13 @@ async def _serve_http(
     backend: AgentBackend,
     host: str,
     port: int,
-    token: str | None,
+    token: Principals | None,
     limits: ServerLimits,
     tls_cert: Path | None,
     tls_key: Path | None,
+    *,
+    client_mcp: ClientMcpPolicy,
+    ownership_dir: Path | None,
 ) -> None:
     from ..remote import serve_acp_http
 
@@ -429,6 +467,8 @@ async def _serve_http(
             limits=limits,
             tls_certfile=tls_cert,
             tls_keyfile=tls_key,
+            client_mcp=client_mcp,
+            ownership_dir=ownership_dir,
         ) as server:
             sys.stderr.write(f"listening on {server.url}\n")
             sys.stderr.flush()

@@ -22,6 +22,8 @@ from .bridge import run_bridge as run_bridge
 from .client import RemoteStartupError as RemoteStartupError
 from .client import connect_agent_url as connect_agent_url
 from .server import REMOTE_EXTRA_HINT as REMOTE_EXTRA_HINT
+from .server import ClientMcpPolicy as ClientMcpPolicy
+from .server import Principals as Principals
 from .server import RemoteServer as RemoteServer
 from .server import RemoteServerConfigError as RemoteServerConfigError
 from .server import ServerLimits as ServerLimits
@@ -33,8 +35,10 @@ __all__ = (
     "AgentBackend",
     "AgentLink",
     "BridgeError",
+    "ClientMcpPolicy",
     "CommandBackend",
     "InProcessBackend",
+    "Principals",
     "RemoteServer",
     "RemoteServerConfigError",
     "RemoteStartupError",

@@ -22,13 +22,16 @@ Routing, exactly the RFD's (``docs/spec/acp-streamable-http-websocket.mdx``):
                       (``/healthz`` too).
 ====================  =====================================================================
 
-With a token, every ``/acp`` request needs ``Authorization: Bearer <token>`` (401 with
-``WWW-Authenticate: Bearer`` otherwise; compared in constant time).
+With tokens, every ``/acp`` request needs ``Authorization: Bearer <token>`` (401 with
+``WWW-Authenticate: Bearer`` otherwise; compared in constant time); the token names a
+principal (:mod:`subagents.remote._principals`), and a request naming a connection must
+carry the token of the principal that made it (another principal's is answered 404, unknown
+connection: a connection id is not a credential). What a client may ask of its agent is
+checked by :class:`~subagents.remote._guard.ClientGuard`.
 """
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -56,6 +59,8 @@ from ._connections import (
 
 if TYPE_CHECKING:
     from ._backends import AgentBackend
+    from ._guard import ClientGuard
+    from ._principals import Principals
 
 __all__ = ("AcpAsgiApp", "ConnectionHub")
 
@@ -75,6 +80,8 @@ DISCARD_SECONDS: Final = 30.0
 """Seconds a request body may take to arrive before the request is answered anyway."""
 _CONNECTION_KEY: Final = CONNECTION_HEADER.lower().encode()
 _SESSION_KEY: Final = SESSION_HEADER.lower().encode()
+_PRINCIPAL: Final = "subagents.principal"
+"""The key of the request's principal in its ASGI scope (set by the token check)."""
 
 
 class _ClientGone(Exception):
@@ -85,10 +92,19 @@ class _ClientGone(Exception):
 class ConnectionHub:
     """The server's connections: made, counted, reaped when idle, drained at shutdown."""
 
-    def __init__(self, backend: AgentBackend, limits: ServerLimits, token: str | None) -> None:
+    def __init__(
+        self,
+        backend: AgentBackend,
+        limits: ServerLimits,
+        principals: Principals | None,
+        guard: ClientGuard | None = None,
+    ) -> None:
+        from ._guard import ClientGuard
+
         self.backend = backend
         self.limits = limits
-        self.token = token.encode() if token is not None else None
+        self.principals = principals
+        self.guard = guard or ClientGuard(principals)
         self.connections: dict[str, RemoteConnection] = {}
         self.draining = False
         self._starting = 0
@@ -102,9 +118,12 @@ class ConnectionHub:
     def session_count(self) -> int:
         return sum(conn.session_count for conn in self.connections.values())
 
-    def get(self, connection_id: str) -> RemoteConnection | None:
+    def get(self, connection_id: str, principal: str | None) -> RemoteConnection | None:
+        """The live connection ``connection_id`` when ``principal`` made it (else ``None``)."""
         conn = self.connections.get(connection_id)
-        return None if conn is None or conn.stopping else conn
+        if conn is None or conn.stopping or conn.principal != principal:
+            return None
+        return conn
 
     def refusal(self) -> tuple[int, str] | None:
         """Why no new connection is made now (503), if so."""
@@ -227,16 +246,14 @@ class AcpAsgiApp:
             )
 
     def _authorized(self, scope: Scope) -> bool:
-        token = self.hub.token
-        if token is None:
+        """Whether the request's token names a principal (always, without tokens); the
+        principal is kept in the scope (:func:`_principal`)."""
+        principals = self.hub.principals
+        if principals is None:
+            scope[_PRINCIPAL] = None
             return True
-        value = _header(scope, b"authorization")
-        if value is None:
-            return False
-        scheme, _, given = value.partition(" ")
-        if scheme.lower() != "bearer":
-            return False
-        return hmac.compare_digest(given.strip().encode(), token)
+        scope[_PRINCIPAL] = name = principals.identify(_header(scope, b"authorization"))
+        return name is not None
 
     async def _post(self, scope: Scope, body: bytes | None, receive: Receive, send: Send) -> None:
         content_type = (_header(scope, b"content-type") or "").split(";", 1)[0].strip().lower()
@@ -270,11 +287,11 @@ class AcpAsgiApp:
         session_header = _header(scope, _SESSION_KEY)
         if connection_id is None:
             if msg.get("method") == "initialize" and "id" in msg:
-                await self._initialize(msg, receive, send)
+                await self._initialize(msg, receive, send, _principal(scope))
             else:
                 await _respond(send, 400, {"error": f"{CONNECTION_HEADER} is required"})
             return
-        conn = self.hub.get(connection_id)
+        conn = self.hub.get(connection_id, _principal(scope))
         if conn is None or conn.kind != "http":
             await _respond(send, 404, {"error": "unknown connection"})
             return
@@ -290,7 +307,7 @@ class AcpAsgiApp:
         await _respond(send, 202, None)
 
     async def _initialize(
-        self, message: dict[str, JsonValue], receive: Receive, send: Send
+        self, message: dict[str, JsonValue], receive: Receive, send: Send, principal: str | None
     ) -> None:
         hub = self.hub
         refusal = hub.refusal()
@@ -298,7 +315,7 @@ class AcpAsgiApp:
             status, reason = refusal
             await _respond(send, status, {"error": reason}, [(b"retry-after", b"1")])
             return
-        conn = RemoteConnection("http", hub.limits)
+        conn = RemoteConnection("http", hub.limits, principal=principal, guard=hub.guard)
         gone = anyio.Event()
         failure: Exception | None = None
         answer: dict[str, JsonValue] | None = None
@@ -339,7 +356,7 @@ class AcpAsgiApp:
         if connection_id is None:
             await _respond(send, 400, {"error": f"{CONNECTION_HEADER} is required"})
             return
-        conn = self.hub.get(connection_id)
+        conn = self.hub.get(connection_id, _principal(scope))
         if conn is None or conn.kind != "http":
             await _respond(send, 404, {"error": "unknown connection"})
             return
@@ -355,7 +372,7 @@ class AcpAsgiApp:
         if connection_id is None:
             await _respond(send, 400, {"error": f"{CONNECTION_HEADER} is required"})
             return
-        conn = self.hub.get(connection_id)
+        conn = self.hub.get(connection_id, _principal(scope))
         if conn is None:
             await _respond(send, 404, {"error": "unknown connection"})
             return
@@ -387,7 +404,9 @@ class AcpAsgiApp:
         if refusal is not None:
             await _deny(scope, send, refusal[0], {"error": refusal[1]})
             return
-        conn = RemoteConnection("websocket", hub.limits)
+        conn = RemoteConnection(
+            "websocket", hub.limits, principal=_principal(scope), guard=hub.guard
+        )
         try:
             await hub.open(conn)
         except Exception as exc:
@@ -523,6 +542,12 @@ async def _ws_send(send: Send, message: dict[str, JsonValue]) -> None:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _principal(scope: Scope) -> str | None:
+    """The principal the request's token named (``None``: the server has no tokens)."""
+    name: str | None = scope.get(_PRINCIPAL)
+    return name
 
 
 def _header(scope: Scope, name: bytes) -> str | None:

@@ -37,6 +37,7 @@ from ..protocol.jsonrpc import ErrorCode, JsonValue
 
 if TYPE_CHECKING:
     from ._backends import AgentBackend, AgentLink
+    from ._guard import ClientGuard
 
 __all__ = (
     "ConnectionStopped",
@@ -204,12 +205,17 @@ class RemoteConnection:
         *,
         connection_id: str | None = None,
         principal: str | None = None,
+        guard: ClientGuard | None = None,
     ) -> None:
+        from ._guard import ClientGuard
+
         self.id = connection_id or secrets.token_urlsafe(18)
         self.kind = kind
         self.principal = principal
         """The name of the principal whose token made the connection (``None``: the server
         has no token); every request on it must carry that principal's token."""
+        self.guard = guard or ClientGuard()
+        """The checks of the client's requests, and who holds which session."""
         self.limits = limits
         self.link: AgentLink | None = None
         self.outlet = Outlet(limits.max_buffered_messages)
@@ -294,6 +300,8 @@ class RemoteConnection:
                     tg.cancel_scope.cancel()
         finally:
             self.stop("the agent is stopped")
+            for session_id in self._sessions:
+                self.guard.release(self, session_id)
             self._answer_the_rest()
             outlets = self.outlets()
             for outlet in outlets:
@@ -434,6 +442,7 @@ class RemoteConnection:
         outlet = self._sessions.pop(session_id, None)
         if outlet is not None:
             outlet.close()
+            self.guard.release(self, session_id)
 
     def _note(self, message: dict[str, JsonValue]) -> None:
         """WebSocket: keep the session count (for ``/health``) and the requests in flight."""
@@ -450,6 +459,7 @@ class RemoteConnection:
 
     def _add_session(self, session_id: str) -> Outlet:
         outlet = self._sessions[session_id] = Outlet(self.limits.max_buffered_messages)
+        self.guard.claim(self, session_id)
         if self.kind == "websocket":
             outlet.close()  # a placeholder: everything goes to the socket
         return outlet
@@ -516,6 +526,11 @@ class RemoteConnection:
             self._agent_requests.pop(message.get("id"))
             await self.send_to_agent(message)
             return
+        refusal = self.guard.check(self, message)
+        if refusal is not None:
+            if "id" in message:
+                await self._refuse(message["id"], refusal[1], refusal[0])
+            return
         if "id" not in message:
             await self.send_to_agent(message)
             return
@@ -552,14 +567,23 @@ class RemoteConnection:
             self._attaching.pop(_key(request_id), None)
             raise
 
-    async def _refuse(self, request_id: JsonValue, reason: str) -> None:
-        message = error_response(request_id, ErrorCode.INVALID_REQUEST, reason)
+    async def _refuse(
+        self, request_id: JsonValue, reason: str, code: int = ErrorCode.INVALID_REQUEST
+    ) -> None:
+        message = error_response(request_id, code, reason)
         await self.outlet.put(_dumps(message), self.limits.write_timeout)
 
     async def post_websocket(self, message: dict[str, JsonValue]) -> None:
         """A message from the WebSocket: forwarded as is (the requests noted for the drain)."""
         self.touch()
         method = message.get("method")
+        refusal = self.guard.check(self, message)
+        if refusal is not None:
+            if "id" in message:
+                await self._refuse(message["id"], refusal[1], refusal[0])
+            else:
+                logger.debug("connection %s: %s dropped: %s", self.id, method, refusal[1])
+            return
         if isinstance(method, str) and "id" in message:
             request_id = message["id"]
             if method == "session/new" and self.session_count >= self.limits.max_sessions:
@@ -570,6 +594,8 @@ class RemoteConnection:
                 return
             scope = None if method in CONNECTION_SCOPED_METHODS else session_id_of(message)
             self._client_requests.record(request_id, scope)
+            if method == "session/close" and scope is not None:
+                self._closing[_key(request_id)] = scope
             if method in SESSION_OPENING_METHODS:
                 named = session_id_of(message)
                 if named is not None and named not in self._sessions:

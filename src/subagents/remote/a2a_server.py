@@ -53,7 +53,6 @@ The SDK's server runs on asyncio only.
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import logging
 import os
@@ -89,6 +88,9 @@ from .server import (  # the ACP server's listener and host rules, shared
     check_listen_address,
     configure_tls,
 )
+
+if TYPE_CHECKING:
+    from ._principals import Principals
 
 if TYPE_CHECKING:
     from a2a.server.agent_execution import RequestContext
@@ -136,7 +138,9 @@ class ProviderExecutor:
     """The SDK's ``AgentExecutor`` for ``provider`` (see the module docstring for the rules).
 
     ``max_tasks`` turns run at once (one more is rejected); ``max_contexts`` contexts are
-    remembered for continuation (the oldest is forgotten, its live child released);
+    remembered for continuation (the oldest is forgotten, its live child released), each
+    its principal's (the call's user: a context id another principal sends starts a child
+    of its own);
     ``cancel_timeout`` bounds how long ``tasks/cancel`` waits for the turn to settle.
     """
 
@@ -155,7 +159,8 @@ class ProviderExecutor:
         self.max_contexts = max_contexts
         self.cancel_timeout = cancel_timeout
         self._turns: dict[str, _Turn] = {}
-        self._children: OrderedDict[str, _Child] = OrderedDict()
+        self._children: OrderedDict[tuple[str, str], _Child] = OrderedDict()
+        """(principal, context id) -> the context's child, least recently used first."""
         self._draining = False
 
     @property
@@ -167,7 +172,7 @@ class ProviderExecutor:
     def contexts(self) -> dict[str, str | None]:
         """The remembered A2A contexts: context id -> its child's remote id (an ACP session,
         a thread...; ``None`` when the provider reports none), oldest first."""
-        return {context_id: child.remote_id for context_id, child in self._children.items()}
+        return {context_id: child.remote_id for (_, context_id), child in self._children.items()}
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Run the message as a turn of the context's child and publish its events."""
@@ -177,6 +182,7 @@ class ProviderExecutor:
 
         task_id = context.task_id or ""
         context_id = context.context_id or ""
+        key = (context.call_context.user.user_name, context_id)
         if context.current_task is None:
             history = [context.message] if context.message is not None else []
             await event_queue.enqueue_event(
@@ -193,7 +199,7 @@ class ProviderExecutor:
         except SubagentError as exc:
             await updater.reject(updater.new_agent_message([_text_part(exc.message)]))
             return
-        child = self._continuable_child(context_id)
+        child = self._continuable_child(key)
         if (
             schema is not None
             and child is None
@@ -212,7 +218,7 @@ class ProviderExecutor:
                 provider, known = child
                 outcome = await self._continue(provider, known, prompt, turn.signal, updater)
             else:
-                outcome = await self._start(context_id, prompt, schema, turn.signal, updater)
+                outcome = await self._start(key, prompt, schema, turn.signal, updater)
             await _finish(updater, outcome)
         finally:
             del self._turns[task_id]
@@ -242,9 +248,9 @@ class ProviderExecutor:
         for child in children:
             await _release(child)
 
-    def _continuable_child(self, context_id: str) -> tuple[ContinuableProvider, _Child] | None:
+    def _continuable_child(self, key: tuple[str, str]) -> tuple[ContinuableProvider, _Child] | None:
         """The context's child when a message there continues it (else a new child starts)."""
-        child = self._children.get(context_id)
+        child = self._children.get(key)
         provider = self.provider
         if (
             child is not None
@@ -256,7 +262,7 @@ class ProviderExecutor:
 
     async def _start(
         self,
-        context_id: str,
+        key: tuple[str, str],
         prompt: str,
         schema: dict[str, JsonValue] | None,
         signal: CancelSignal,
@@ -271,7 +277,7 @@ class ProviderExecutor:
             await updater.start_work()
             streamed = await _stream(run.progress(), updater)
             outcome = await run.result()
-            self._remember(context_id, _Child(getattr(run, "remote_id", None) or None))
+            self._remember(key, _Child(getattr(run, "remote_id", None) or None))
             if outcome.status == "completed":
                 await _add_output(updater, outcome, streamed=streamed)
             return outcome
@@ -316,9 +322,9 @@ class ProviderExecutor:
             await _add_output(updater, outcome, streamed=streamed)
         return outcome
 
-    def _remember(self, context_id: str, child: _Child) -> None:
-        self._children[context_id] = child
-        self._children.move_to_end(context_id)
+    def _remember(self, key: tuple[str, str], child: _Child) -> None:
+        self._children[key] = child
+        self._children.move_to_end(key)
         while len(self._children) > self.max_contexts:
             _, old = self._children.popitem(last=False)
             if old.continuation is not None:
@@ -486,15 +492,21 @@ def agent_card_json(
     return card
 
 
-def _bearer_guard(app: Any, token: str | None) -> ASGIApp:
-    """``app`` behind a bearer-token check (the agent card stays public, as A2A expects)."""
-    expected = f"Bearer {token}".encode() if token is not None else None
+def _bearer_guard(app: Any, principals: Principals | None) -> ASGIApp:
+    """``app`` behind a bearer-token check (the agent card stays public, as A2A expects).
+
+    The token's principal is the request's user (Starlette's ``scope["user"]``, which the
+    SDK's call context reads): the task store and the executor's contexts are scoped by it,
+    so a principal never sees, continues or cancels another's task (it is "not found")."""
+    from starlette.authentication import SimpleUser
 
     async def guarded(scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
-        if expected is not None and scope["type"] == "http" and scope["path"] != CARD_PATH:
+        if principals is not None and scope["type"] == "http" and scope["path"] != CARD_PATH:
             headers = cast("list[tuple[bytes, bytes]]", scope.get("headers", []))
-            given = next((v for k, v in headers if k == b"authorization"), b"")
-            if not hmac.compare_digest(given, expected):
+            given = next((v for k, v in headers if k == b"authorization"), None)
+            name = principals.identify(None if given is None else given.decode("latin-1"))
+            scope["user"] = SimpleUser(name or "")
+            if name is None:
                 await send(
                     {
                         "type": "http.response.start",
@@ -546,7 +558,7 @@ async def serve_a2a_http(
     *,
     host: str = "127.0.0.1",
     port: int = 0,
-    token: str | None = None,
+    token: str | Principals | None = None,
     max_tasks: int = 16,
     drain_timeout: float = 10.0,
     public_url: str | None = None,
@@ -561,9 +573,13 @@ async def serve_a2a_http(
     its URLs and the card's endpoint are ``https://`` (as for
     :func:`~subagents.remote.serve_acp_http`, which shares the TLS set-up).
 
+    ``token``: one bearer token (the principal ``default``) or
+    :class:`~subagents.remote.Principals` (named tokens): each principal's tasks and contexts
+    are its own (another's are "task not found"; a context id of another's starts anew).
+
     Raises :class:`~subagents.remote.RemoteServerConfigError` when bound beyond loopback
-    without ``token`` (or given one TLS file without the other, or a file that cannot be
-    used), and ``ImportError`` naming ``subagents[a2a]`` without the SDK. Leaving
+    without ``token``, given a weak one (or one TLS file without the other, or a file that
+    cannot be used), and ``ImportError`` naming ``subagents[a2a]`` without the SDK. Leaving
     the block drains: new turns are rejected, running ones cancelled and settled (bounded by
     ``drain_timeout``), then the listener closes. The card names ``public_url`` as the
     agent's endpoint when given (what clients elsewhere reach: a proxy's, a host name), else
@@ -574,7 +590,7 @@ async def serve_a2a_http(
     ``interrupted_timeout`` seconds is evicted (the SDK releases its waiting turn then too):
     see :mod:`subagents.remote.a2a_tasks`. ``ValueError`` when either is out of range.
     """
-    check_listen_address(host, token)
+    principals = check_listen_address(host, token)
     try:
         from a2a.server.request_handlers import DefaultRequestHandler
         from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
@@ -602,7 +618,7 @@ async def serve_a2a_http(
         advertised = public_url or server.url
         structured = provider.capabilities.supports("output_schema")
         card_json = agent_card_json(
-            spec, advertised, token=token is not None, output_schema=structured
+            spec, advertised, token=principals is not None, output_schema=structured
         )
         card = ParseDict(card_json, AgentCard())
     except BaseException:
@@ -612,7 +628,7 @@ async def serve_a2a_http(
         cast(Any, executor), store, card, interrupted_task_timeout=interrupted_timeout
     )
     routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/")]
-    app = _bearer_guard(Starlette(routes=routes), token)
+    app = _bearer_guard(Starlette(routes=routes), principals)
     config.bind = [f"fd://{sock.detach()}"]
     shutdown = anyio.Event()
     served = anyio.Event()

@@ -37,7 +37,10 @@ import anyio
 
 from ..protocol.acp_remote import ENDPOINT_PATH
 from ._app import AcpAsgiApp, ConnectionHub
+from ._client_mcp import ClientMcpPolicy
 from ._connections import ServerLimits
+from ._guard import ClientGuard
+from ._principals import Principals, SessionOwners, TokenError
 
 if TYPE_CHECKING:
     from hypercorn.config import Config
@@ -46,9 +49,12 @@ if TYPE_CHECKING:
 
 __all__ = (
     "REMOTE_EXTRA_HINT",
+    "ClientMcpPolicy",
+    "Principals",
     "RemoteServer",
     "RemoteServerConfigError",
     "ServerLimits",
+    "as_principals",
     "check_listen_address",
     "is_loopback",
     "serve_acp_http",
@@ -89,15 +95,30 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def check_listen_address(host: str, token: str | None) -> None:
-    """Refuse to listen beyond loopback without a token (:class:`RemoteServerConfigError`)."""
-    if token is not None and not token.strip():
-        raise RemoteServerConfigError("the bearer token is empty")
-    if token is None and not is_loopback(host):
+def check_listen_address(host: str, token: str | Principals | None) -> Principals | None:
+    """Refuse to listen beyond loopback without a token, and any weak token
+    (:class:`RemoteServerConfigError`); the principals ``token`` names (one token: the
+    principal ``default``; see :mod:`subagents.remote._principals`)."""
+    principals = as_principals(token)
+    if principals is None and not is_loopback(host):
         raise RemoteServerConfigError(
             f"listening on {host!r} (not a loopback address) needs a bearer token: "
             "give one with --token-env VAR or --token-file PATH"
         )
+    return principals
+
+
+def as_principals(token: str | Principals | None) -> Principals | None:
+    """``token`` as principals (a string: the principal ``default``), checked: an empty or
+    weak token is a :class:`RemoteServerConfigError`."""
+    if token is None or isinstance(token, Principals):
+        return token
+    if not token.strip():
+        raise RemoteServerConfigError("the bearer token is empty")
+    try:
+        return Principals.single(token)
+    except TokenError as exc:
+        raise RemoteServerConfigError(str(exc)) from exc
 
 
 @final
@@ -157,20 +178,29 @@ async def serve_acp_http(
     *,
     host: str = "127.0.0.1",
     port: int = 0,
-    token: str | None = None,
+    token: str | Principals | None = None,
     limits: ServerLimits | None = None,
     tls_certfile: str | os.PathLike[str] | None = None,
     tls_keyfile: str | os.PathLike[str] | None = None,
+    client_mcp: ClientMcpPolicy | None = None,
+    ownership_dir: str | os.PathLike[str] | None = None,
 ) -> AsyncGenerator[RemoteServer, None]:
     """Serve ``backend``'s agents at ``http://host:port/acp`` until the block ends.
 
     ``port=0`` picks a free port (read it from the yielded :class:`RemoteServer`). With
     ``tls_certfile`` and ``tls_keyfile`` (PEM) it serves HTTPS instead (HTTP/2 by ALPN).
-    Raises :class:`RemoteServerConfigError` when bound beyond loopback without ``token`` (or
-    given one TLS file without the other, or a file that cannot be read), and
-    ``ImportError`` naming ``subagents[remote]`` when hypercorn is missing.
+    ``token``: one bearer token (the principal ``default``), or :class:`Principals` (named
+    tokens, e.g. ``Principals.from_file(path)``); a weak one is refused. A session belongs to
+    the connection that holds it and was made by its principal (recorded under
+    ``ownership_dir`` too when given, so that it outlives the process: the sessions
+    directory's ``.principals``). ``client_mcp`` lists the MCP servers a client may name
+    (none by default; :class:`ClientMcpPolicy`).
+
+    Raises :class:`RemoteServerConfigError` when bound beyond loopback without ``token``,
+    given a weak token (or one TLS file without the other, or a file that cannot be read),
+    and ``ImportError`` naming ``subagents[remote]`` when hypercorn is missing.
     """
-    check_listen_address(host, token)
+    principals = check_listen_address(host, token)
     try:
         from hypercorn.config import Config
     except ImportError as exc:
@@ -190,7 +220,8 @@ async def serve_acp_http(
     sock = _listen(host, port)
     bound_port: int = sock.getsockname()[1]
     config.bind = [f"fd://{sock.detach()}"]
-    hub = ConnectionHub(backend, limits, token)
+    guard = ClientGuard(principals, SessionOwners(ownership_dir), client_mcp)
+    hub = ConnectionHub(backend, limits, principals, guard)
     shutdown = anyio.Event()
     served = anyio.Event()
 

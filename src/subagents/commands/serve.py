@@ -166,6 +166,15 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         metavar="S",
         help="at shutdown, seconds cancelled turns get to be answered (default: 5)",
     )
+    remote.add_argument(
+        "--drain-notice",
+        type=float,
+        default=2.0,
+        metavar="S",
+        help="with --listen: at shutdown, first report draining on /health (503) for S "
+        "seconds, serving the connections already made, so a load balancer's health check "
+        "takes the instance out before the listener closes (default: 2)",
+    )
     a2a = parser.add_argument_group("over A2A (the a2a extra)")
     a2a.add_argument(
         "--a2a",
@@ -433,7 +442,12 @@ def _run_listen(args: argparse.Namespace) -> int:
     ownership = (
         args.sessions / ".principals" if args.sessions and not _agent_command(args) else None
     )
-    serving = functools.partial(_serve_http, client_mcp=client_mcp, ownership_dir=ownership)
+    serving = functools.partial(
+        _serve_http,
+        client_mcp=client_mcp,
+        ownership_dir=ownership,
+        drain_notice=args.drain_notice,
+    )
     try:
         anyio.run(serving, backend, host, port, principals, limits, args.tls_cert, args.tls_key)
     except RemoteServerConfigError as exc:
@@ -455,6 +469,7 @@ async def _serve_http(
     *,
     client_mcp: ClientMcpPolicy,
     ownership_dir: Path | None,
+    drain_notice: float,
 ) -> None:
     from ..remote import serve_acp_http
 
@@ -469,6 +484,7 @@ async def _serve_http(
             tls_keyfile=tls_key,
             client_mcp=client_mcp,
             ownership_dir=ownership_dir,
+            drain_notice=drain_notice,
         ) as server:
             sys.stderr.write(f"listening on {server.url}\n")
             sys.stderr.flush()

@@ -56,6 +56,7 @@ from ._connections import (
     ServerLimits,
     error_response,
 )
+from ._reaping import ClientKeys, client_key, reap_absent, reap_tick
 
 if TYPE_CHECKING:
     from ._backends import AgentBackend
@@ -108,6 +109,8 @@ class ConnectionHub:
         self.connections: dict[str, RemoteConnection] = {}
         self.draining = False
         self._starting = 0
+        self.keys = ClientKeys(limits)
+        """The connections of each principal (or client address), bounded."""
         self._task_group: anyio.abc.TaskGroup | None = None
 
     def bind(self, task_group: anyio.abc.TaskGroup) -> None:
@@ -125,12 +128,15 @@ class ConnectionHub:
             return None
         return conn
 
-    def refusal(self) -> tuple[int, str] | None:
-        """Why no new connection is made now (503), if so."""
+    def refusal(self, key: str | None = None) -> tuple[int, str] | None:
+        """Why no new connection is made now (503), if so; ``key``: what it would count for
+        (:func:`~subagents.remote._reaping.client_key`)."""
         if self.draining or self._task_group is None:
             return 503, "the server is shutting down"
         if len(self.connections) + self._starting >= self.limits.max_connections:
             return 503, f"too many connections (at most {self.limits.max_connections})"
+        if key is not None and (why := self.keys.refusal(key, self.connections.values())):
+            return 503, why
         return None
 
     async def open(self, conn: RemoteConnection) -> None:
@@ -138,7 +144,8 @@ class ConnectionHub:
         assert self._task_group is not None
         self._starting += 1
         try:
-            await self._task_group.start(self._run, conn)
+            with self.keys.starting(conn.presence.key):
+                await self._task_group.start(self._run, conn)
         finally:
             self._starting -= 1
         if not conn.finished.is_set():
@@ -160,15 +167,17 @@ class ConnectionHub:
             self.connections.pop(conn.id, None)
 
     async def reap_idle(self) -> None:
-        """Close connections idle for ``idle_timeout`` (no request, no open stream)."""
+        """Close connections idle for ``idle_timeout`` (no request, no open stream), and
+        those whose HTTP client is gone (:mod:`subagents.remote._reaping`)."""
         idle_timeout = self.limits.idle_timeout
-        tick = min(1.0, idle_timeout / 4)
+        tick = reap_tick(self.limits)
         while True:
             await anyio.sleep(tick)
             now = anyio.current_time()
             for conn in list(self.connections.values()):
                 if conn.is_idle(now, idle_timeout):
                     conn.stop(f"idle for {idle_timeout:g} s")
+            reap_absent(list(self.connections.values()), now)
 
     async def drain(self) -> None:
         """Stop accepting connections, cancel the turns in flight (answered, bounded), close
@@ -287,7 +296,7 @@ class AcpAsgiApp:
         session_header = _header(scope, _SESSION_KEY)
         if connection_id is None:
             if msg.get("method") == "initialize" and "id" in msg:
-                await self._initialize(msg, receive, send, _principal(scope))
+                await self._initialize(msg, scope, receive, send, _principal(scope))
             else:
                 await _respond(send, 400, {"error": f"{CONNECTION_HEADER} is required"})
             return
@@ -295,27 +304,35 @@ class AcpAsgiApp:
         if conn is None or conn.kind != "http":
             await _respond(send, 404, {"error": "unknown connection"})
             return
-        refusal = conn.check_post(msg, session_header)
-        if refusal is not None:
-            await _respond(send, refusal.status, {"error": refusal.reason})
-            return
-        try:
-            await conn.post(msg, session_header)
-        except ConnectionStopped:
-            await _respond(send, 404, {"error": f"the connection ended: {conn.stop_reason}"})
-            return
-        await _respond(send, 202, None)
+        with conn.presence.request():
+            refusal = conn.check_post(msg, session_header)
+            if refusal is not None:
+                await _respond(send, refusal.status, {"error": refusal.reason})
+                return
+            try:
+                await conn.post(msg, session_header)
+            except ConnectionStopped:
+                await _respond(send, 404, {"error": f"the connection ended: {conn.stop_reason}"})
+                return
+            await _respond(send, 202, None)
 
     async def _initialize(
-        self, message: dict[str, JsonValue], receive: Receive, send: Send, principal: str | None
+        self,
+        message: dict[str, JsonValue],
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        principal: str | None,
     ) -> None:
         hub = self.hub
-        refusal = hub.refusal()
+        key = client_key(principal, scope)
+        refusal = hub.refusal(key)
         if refusal is not None:
             status, reason = refusal
             await _respond(send, status, {"error": reason}, [(b"retry-after", b"1")])
             return
         conn = RemoteConnection("http", hub.limits, principal=principal, guard=hub.guard)
+        conn.presence.key = key
         gone = anyio.Event()
         failure: Exception | None = None
         answer: dict[str, JsonValue] | None = None
@@ -345,6 +362,7 @@ class AcpAsgiApp:
             conn.stop("initialize failed")
             await _respond(send, 200, answer)
             return
+        conn.presence.greeted()  # the handshake grace counts from here
         await _respond(send, 200, answer, [(_CONNECTION_KEY, conn.id.encode())])
 
     async def _get(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -365,7 +383,8 @@ class AcpAsgiApp:
         if outlet is None:
             await _respond(send, 404, {"error": "unknown session for this connection"})
             return
-        await _stream(conn, outlet, receive, send)
+        with conn.presence.request():
+            await _stream(conn, outlet, receive, send)
 
     async def _delete(self, scope: Scope, send: Send) -> None:
         connection_id = _header(scope, _CONNECTION_KEY)
@@ -400,13 +419,15 @@ class AcpAsgiApp:
                 [(b"www-authenticate", b'Bearer realm="acp"')],
             )
             return
-        refusal = hub.refusal()
+        key = client_key(_principal(scope), scope)
+        refusal = hub.refusal(key)
         if refusal is not None:
             await _deny(scope, send, refusal[0], {"error": refusal[1]})
             return
         conn = RemoteConnection(
             "websocket", hub.limits, principal=_principal(scope), guard=hub.guard
         )
+        conn.presence.key = key
         try:
             await hub.open(conn)
         except Exception as exc:
@@ -424,7 +445,7 @@ class AcpAsgiApp:
         finally:
             conn.outlet.detach(reader)
             conn.open_streams -= 1
-            conn.stop("the WebSocket closed")
+            conn.stop("the WebSocket closed", drain=True)  # its turns cancelled first
 
 
 # ---------------------------------------------------------------------- streams

@@ -34,6 +34,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from ..protocol.acp_remote import CONNECTION_SCOPED_METHODS, RequestScopes, session_id_of
 from ..protocol.framing import END_OF_STREAM, NEED_DATA, LineSplitter, OversizedLine
 from ..protocol.jsonrpc import ErrorCode, JsonValue
+from ._reaping import Presence
 
 if TYPE_CHECKING:
     from ._backends import AgentBackend, AgentLink
@@ -80,6 +81,14 @@ class ServerLimits:
     """At shutdown, how long cancelled turns get to be answered."""
     keepalive_interval: float = 15.0
     """Seconds between SSE keep-alive comments on a quiet stream."""
+    client_grace: float = 10.0
+    """An HTTP client with no stream open and no request in flight this long is gone: its
+    turns are cancelled, its connection ends (:mod:`subagents.remote._reaping`)."""
+    handshake_grace: float = 10.0
+    """An ``initialize`` followed by no stream and no request this long: the connection ends."""
+    max_connections_per_principal: int | None = None
+    """Connections one principal (without tokens: one client address) may hold; ``None``:
+    ``max_connections`` less an eighth (beyond: 503, other clients still served)."""
 
     def __post_init__(self) -> None:
         for name in ("max_connections", "max_sessions", "max_message_bytes"):
@@ -93,9 +102,14 @@ class ServerLimits:
             "write_timeout",
             "drain_timeout",
             "keepalive_interval",
+            "client_grace",
+            "handshake_grace",
         ):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be positive")
+        per_principal = self.max_connections_per_principal
+        if per_principal is not None and per_principal < 1:
+            raise ValueError("max_connections_per_principal must be at least 1")
 
 
 @final
@@ -243,6 +257,8 @@ class RemoteConnection:
         self.finished = anyio.Event()
         self.open_streams = 0
         self.last_activity = anyio.current_time()
+        self.presence = Presence()
+        """Whether the HTTP client is here (the graces of :mod:`subagents.remote._reaping`)."""
 
     # ------------------------------------------------------------------ state
 

@@ -39,6 +39,7 @@ from ..protocol.acp_remote import ENDPOINT_PATH
 from ._app import AcpAsgiApp, ConnectionHub
 from ._client_mcp import ClientMcpPolicy
 from ._connections import ServerLimits
+from ._drain import wait_notice
 from ._guard import ClientGuard
 from ._principals import Principals, SessionOwners, TokenError
 
@@ -184,6 +185,7 @@ async def serve_acp_http(
     tls_keyfile: str | os.PathLike[str] | None = None,
     client_mcp: ClientMcpPolicy | None = None,
     ownership_dir: str | os.PathLike[str] | None = None,
+    drain_notice: float = 0.0,
 ) -> AsyncGenerator[RemoteServer, None]:
     """Serve ``backend``'s agents at ``http://host:port/acp`` until the block ends.
 
@@ -196,11 +198,19 @@ async def serve_acp_http(
     directory's ``.principals``). ``client_mcp`` lists the MCP servers a client may name
     (none by default; :class:`ClientMcpPolicy`).
 
+    Leaving the block gives notice first, for ``drain_notice`` seconds (``subagents serve``:
+    ``--drain-notice``, 2 s): ``/health`` answers 503 ``draining``, new connections are
+    refused (503), the connections already made go on; then the drain (see :meth:`drain`),
+    then the listener closes (:mod:`subagents.remote._drain`).
+
     Raises :class:`RemoteServerConfigError` when bound beyond loopback without ``token``,
-    given a weak token (or one TLS file without the other, or a file that cannot be read),
-    and ``ImportError`` naming ``subagents[remote]`` when hypercorn is missing.
+    given a weak token (or one TLS file without the other, or a file that cannot be read, or
+    a negative ``drain_notice``), and ``ImportError`` naming ``subagents[remote]`` when
+    hypercorn is missing.
     """
     principals = check_listen_address(host, token)
+    if not drain_notice >= 0:
+        raise RemoteServerConfigError(f"the drain notice must be 0 or more seconds: {drain_notice}")
     try:
         from hypercorn.config import Config
     except ImportError as exc:
@@ -239,6 +249,8 @@ async def serve_acp_http(
             yield RemoteServer(host, bound_port, hub, tls)
         finally:
             with anyio.CancelScope(shield=True):
+                hub.draining = True  # the notice: /health says so, the connections go on
+                await wait_notice(drain_notice)
                 await hub.drain()
                 shutdown.set()
                 with anyio.move_on_after(GRACEFUL_TIMEOUT + 2.0):

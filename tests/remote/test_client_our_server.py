@@ -82,16 +82,21 @@ async def test_a_turn_streams_through_our_server(server: RemoteServer, transport
             assert turn.stop_reason == "end_turn"
 
 
-async def test_http2_by_prior_knowledge_to_our_server(server: RemoteServer) -> None:
-    """RFD "Requires HTTP/2": our server speaks h2c; the client uses it over ``http://``."""
+@pytest.mark.parametrize(("http2", "version"), [(True, "HTTP/2"), (None, "HTTP/1.1")])
+async def test_http2_by_prior_knowledge_to_our_server_when_asked(
+    server: RemoteServer, http2: bool | None, version: str
+) -> None:
+    """RFD "Requires HTTP/2": our server speaks h2c; the client uses it over ``http://`` when
+    asked (``http2=True``), and speaks HTTP/1.1 otherwise (Issue 34: "the plain-http://
+    client speaks HTTP/1.1 unless told otherwise")."""
     with anyio.fail_after(BOUND):
         async with (
-            open_http_link(server.url) as link,
+            open_http_link(server.url, http2=http2) as link,
             connect_agent_over(link, link, eof_reason=link.reason) as agent,
         ):
             session = await agent.new_session(cwd="/tmp")
             assert (await session.run("echo hi")).stop_reason == "end_turn"
-            assert link.http_version == "HTTP/2"
+            assert link.http_version == version
 
 
 @pytest.mark.parametrize(("policy", "said"), [("allow", "The tool ran."), ("reject", "denied")])

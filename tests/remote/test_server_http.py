@@ -208,8 +208,14 @@ async def test_health_counts_connections_and_sessions(reference_server: RemoteSe
     assert health.json() == {"status": "ok", "connections": 1, "sessions": 1}
     assert healthz.json() == health.json()
     assert (head.status_code, head.content) == (200, b"")
+    # Issue 34: draining is 503 on /health (a balancer's check expecting 200 sees it), and a
+    # new connection is refused with a JSON-RPC error naming the drain, Retry-After: 1.
+    assert draining.status_code == 503
     assert draining.json() == {"status": "draining", "connections": 0, "sessions": 0}
     assert refused.status_code == 503  # no new connection once draining
+    assert refused.headers["retry-after"] == "1"
+    assert refused.json()["error"]["data"] == {"draining": True}
+    assert "draining" in refused.json()["error"]["message"]
 
 
 async def test_other_methods_and_paths_are_refused(reference_server: RemoteServer) -> None:

@@ -42,12 +42,25 @@ __all__ = (
     "SESSION_HEADER",
     "URL_SCHEMES",
     "RequestScopes",
+    "ServerDrainingError",
     "SseDecoder",
     "agent_url",
     "encode_sse",
     "is_agent_url",
     "session_id_of",
 )
+
+
+class ServerDrainingError(Exception):
+    """A remote connection was lost because its server drains (shuts down; it said so with
+    a 503 or its WebSocket's close reason): a run still starting there settles ``cancelled``
+    naming the drain, not failed. Raised by :func:`subagents.remote.connect_agent_url` in
+    place of the :class:`~subagents.rpc.ConnectionClosedError` the lost link caused."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
 
 ENDPOINT_PATH: Final = "/acp"
 CONNECTION_HEADER: Final = "Acp-Connection-Id"

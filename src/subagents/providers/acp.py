@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, cast, final
 
 import anyio
 
-from ..protocol.acp_remote import is_agent_url
+from ..protocol.acp_remote import ServerDrainingError, is_agent_url
 from ..protocol.jsonrpc import JsonValue
 from ..rpc import ConnectionClosedError, RPCError
 from ..transports import TurnOverflowError
@@ -81,11 +81,14 @@ class AcpRun(ChildRun["AcpProvider"]):
         RPCError,
         ConnectionClosedError,
         CapabilityError,
+        ServerDrainingError,
     )
 
     def start_error_code(self) -> SubagentErrorCode:
         if isinstance(self.start_error, CapabilityError):
             return SubagentErrorCode.UNSUPPORTED_CAPABILITY
+        if isinstance(self.start_error, ServerDrainingError):
+            return SubagentErrorCode.CANCELLED  # the server's drain cancelled the start
         return SubagentErrorCode.START_FAILED
 
     session_id: str = ""
@@ -97,14 +100,20 @@ class AcpRun(ChildRun["AcpProvider"]):
     async def _run(
         self, provider: AcpProvider, request: SubagentRequest, cancel: CancelSignal
     ) -> None:
-        async with provider.connect(asker=self.asker) as agent:
-            self._track_process(agent.process)
-            session = await agent.new_session(provider.cwd)
-            self.session_id = session.session_id
-            self._publish()
-            await self._conclude(
-                await run_turn(session, self.child_id, request.prompt, cancel, self._feed)
-            )
+        try:
+            async with provider.connect(asker=self.asker) as agent:
+                self._track_process(agent.process)
+                session = await agent.new_session(provider.cwd)
+                self.session_id = session.session_id
+                self._publish()
+                await self._conclude(
+                    await run_turn(session, self.child_id, request.prompt, cancel, self._feed)
+                )
+        except ServerDrainingError as exc:
+            if not self.published:
+                raise  # start_error_code: cancelled
+            # The server's drain ended the turn: cancelled, as its own turns are (not failed).
+            await self._conclude(SubagentOutcome.cancelled(self.child_id, str(exc)))
 
 
 @final
@@ -131,7 +140,7 @@ class AcpConversation(ChildConversation):
 
     async def _converse(self) -> None:
         provider = self._provider
-        async with provider.connect(asker=self.asker) as agent:
+        async with provider.connect(asker=self.asker, resuming=self._resume_id) as agent:
             self._track_process(agent.process)
             if self._resume_id is None:
                 session = await agent.new_session(provider.cwd)
@@ -154,6 +163,8 @@ class AcpConversation(ChildConversation):
     def _start_error_code(self, failure: BaseException | None) -> SubagentErrorCode:
         if isinstance(failure, CapabilityError):
             return SubagentErrorCode.UNSUPPORTED_CAPABILITY
+        if isinstance(failure, ServerDrainingError):
+            return SubagentErrorCode.CANCELLED
         return SubagentErrorCode.START_FAILED
 
 
@@ -211,12 +222,16 @@ class AcpProvider(ChildProvider):
         return SubagentCapabilities()
 
     @asynccontextmanager
-    async def connect(self, *, asker: Asker | None = None) -> AsyncGenerator[AgentConnection, None]:
+    async def connect(
+        self, *, asker: Asker | None = None, resuming: str | None = None
+    ) -> AsyncGenerator[AgentConnection, None]:
         """Spawn the agent, ``initialize`` it and ``authenticate`` when configured; the agent
         is stopped (shutdown ladder) when the block exits. ``asker`` says which child the
-        connection serves (a :class:`~subagents.providers.RunAware` policy is told)."""
+        connection serves (a :class:`~subagents.providers.RunAware` policy is told);
+        ``resuming``, the session it is made to resume (an agent URL: sent as
+        ``Acp-Session-Id`` on ``initialize``, for a load balancer's routing)."""
         if self.url is not None:
-            async with self._connect_url(self.url, asker) as agent:
+            async with self._connect_url(self.url, asker, resuming) as agent:
                 yield agent
             return
         async with connect_agent(
@@ -235,7 +250,7 @@ class AcpProvider(ChildProvider):
 
     @asynccontextmanager
     async def _connect_url(
-        self, url: str, asker: Asker | None
+        self, url: str, asker: Asker | None, resuming: str | None
     ) -> AsyncGenerator[AgentConnection, None]:
         token = self.token
         if token is None and self.token_env is not None:
@@ -244,13 +259,16 @@ class AcpProvider(ChildProvider):
                 raise AgentStartupError(
                     f"{url} needs the token in ${self.token_env} (token_env), which is not set"
                 )
-        async with connect_agent(
+        from ..remote.client import connect_agent_url  # a URL: the remote extra is there
+
+        async with connect_agent_url(
             url,
             token=token,
             permission_policy=self._policy_for(self.permission_policy, asker),
             initialize_timeout=self.initialize_timeout,
             cancel_timeout=self.cancel_timeout,
             name=self._name,
+            resuming=resuming,
         ) as agent:
             if self.auth_method is not None:
                 await agent.authenticate(self.auth_method)

@@ -56,6 +56,7 @@ from ._connections import (
     ServerLimits,
     error_response,
 )
+from ._drain import DRAINING_REASON, RETRY_AFTER, draining_answer
 from ._reaping import ClientKeys, client_key, reap_absent, reap_tick
 
 if TYPE_CHECKING:
@@ -132,7 +133,7 @@ class ConnectionHub:
         """Why no new connection is made now (503), if so; ``key``: what it would count for
         (:func:`~subagents.remote._reaping.client_key`)."""
         if self.draining or self._task_group is None:
-            return 503, "the server is shutting down"
+            return 503, DRAINING_REASON
         if len(self.connections) + self._starting >= self.limits.max_connections:
             return 503, f"too many connections (at most {self.limits.max_connections})"
         if key is not None and (why := self.keys.refusal(key, self.connections.values())):
@@ -185,7 +186,7 @@ class ConnectionHub:
         self.draining = True
         conns = list(self.connections.values())
         for conn in conns:
-            conn.stop("the server is shutting down", drain=True)
+            conn.stop(DRAINING_REASON, drain=True)  # a WebSocket closes saying so
         with anyio.move_on_after(self.limits.drain_timeout + DELETE_WAIT):
             for conn in conns:
                 await conn.finished.wait()
@@ -227,7 +228,9 @@ class AcpAsgiApp:
                 "connections": len(hub.connections),
                 "sessions": hub.session_count,
             }
-            await _respond(send, 200, health, head=method == "HEAD")
+            # 503 while draining: a health check expecting 200 takes the instance out.
+            status = 503 if hub.draining else 200
+            await _respond(send, status, health, head=method == "HEAD")
             return
         if path != ENDPOINT_PATH:
             await _respond(send, 404, {"error": f"no such endpoint (ACP is at {ENDPOINT_PATH})"})
@@ -302,7 +305,7 @@ class AcpAsgiApp:
             return
         conn = self.hub.get(connection_id, _principal(scope))
         if conn is None or conn.kind != "http":
-            await _respond(send, 404, {"error": "unknown connection"})
+            await self._unknown_connection(send, msg)
             return
         with conn.presence.request():
             refusal = conn.check_post(msg, session_header)
@@ -312,6 +315,9 @@ class AcpAsgiApp:
             try:
                 await conn.post(msg, session_header)
             except ConnectionStopped:
+                if self.hub.draining:
+                    await _refuse_draining(send, msg)
+                    return
                 await _respond(send, 404, {"error": f"the connection ended: {conn.stop_reason}"})
                 return
             await _respond(send, 202, None)
@@ -328,8 +334,11 @@ class AcpAsgiApp:
         key = client_key(principal, scope)
         refusal = hub.refusal(key)
         if refusal is not None:
+            if hub.draining:
+                await _refuse_draining(send, message)
+                return
             status, reason = refusal
-            await _respond(send, status, {"error": reason}, [(b"retry-after", b"1")])
+            await _respond(send, status, {"error": reason}, [RETRY_AFTER])
             return
         conn = RemoteConnection("http", hub.limits, principal=principal, guard=hub.guard)
         conn.presence.key = key
@@ -365,6 +374,14 @@ class AcpAsgiApp:
         conn.presence.greeted()  # the handshake grace counts from here
         await _respond(send, 200, answer, [(_CONNECTION_KEY, conn.id.encode())])
 
+    async def _unknown_connection(self, send: Send, message: dict[str, JsonValue] | None) -> None:
+        """A request naming a connection that is not (or no longer) here: 404, or, once the
+        server drains, 503 saying so (the drain may have ended it: :mod:`._drain`)."""
+        if self.hub.draining:
+            await _refuse_draining(send, message)
+        else:
+            await _respond(send, 404, {"error": "unknown connection"})
+
     async def _get(self, scope: Scope, receive: Receive, send: Send) -> None:
         accept = (_header(scope, b"accept") or "").lower()
         if ACCEPT_SSE not in accept:
@@ -376,7 +393,7 @@ class AcpAsgiApp:
             return
         conn = self.hub.get(connection_id, _principal(scope))
         if conn is None or conn.kind != "http":
-            await _respond(send, 404, {"error": "unknown connection"})
+            await self._unknown_connection(send, None)
             return
         session_id = _header(scope, _SESSION_KEY)
         outlet = conn.outlet if session_id is None else conn.session_outlet(session_id)
@@ -384,7 +401,7 @@ class AcpAsgiApp:
             await _respond(send, 404, {"error": "unknown session for this connection"})
             return
         with conn.presence.request():
-            await _stream(conn, outlet, receive, send)
+            await _stream(conn, outlet, receive, send, session_id)
 
     async def _delete(self, scope: Scope, send: Send) -> None:
         connection_id = _header(scope, _CONNECTION_KEY)
@@ -393,7 +410,7 @@ class AcpAsgiApp:
             return
         conn = self.hub.get(connection_id, _principal(scope))
         if conn is None:
-            await _respond(send, 404, {"error": "unknown connection"})
+            await self._unknown_connection(send, None)
             return
         conn.stop("DELETE")
         with anyio.move_on_after(DELETE_WAIT):
@@ -451,20 +468,21 @@ class AcpAsgiApp:
 # ---------------------------------------------------------------------- streams
 
 
-async def _stream(conn: RemoteConnection, outlet: Outlet, receive: Receive, send: Send) -> None:
+async def _stream(
+    conn: RemoteConnection, outlet: Outlet, receive: Receive, send: Send, session_id: str | None
+) -> None:
     """An SSE response carrying ``outlet``'s messages until it ends, the client leaves, or
-    another GET takes the stream over."""
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 200,
-            "headers": [
-                (b"content-type", b"text/event-stream"),
-                (b"cache-control", b"no-store"),
-                (b"x-accel-buffering", b"no"),
-            ],
-        }
-    )
+    another GET takes the stream over. A session's stream names its session in the
+    ``Acp-Session-Id`` response header: a load balancer learns where the session lives (a
+    cold resume is routed back here by it)."""
+    headers = [
+        (b"content-type", b"text/event-stream"),
+        (b"cache-control", b"no-store"),
+        (b"x-accel-buffering", b"no"),
+    ]
+    if session_id is not None:
+        headers.append((_SESSION_KEY, session_id.encode("latin-1", "replace")))
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
     keepalive = conn.limits.keepalive_interval
     conn.open_streams += 1
     conn.touch()
@@ -489,6 +507,16 @@ async def _stream(conn: RemoteConnection, outlet: Outlet, receive: Receive, send
         conn.touch()
         with anyio.CancelScope(shield=True), anyio.move_on_after(1.0), suppress(Exception):
             await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _refuse_draining(send: Send, message: dict[str, JsonValue] | None) -> None:
+    """503 with ``Retry-After``: the server drains; a request gets its JSON-RPC error."""
+    body: JsonValue = (
+        draining_answer(message["id"])
+        if message is not None and "id" in message
+        else {"error": DRAINING_REASON}
+    )
+    await _respond(send, 503, body, [RETRY_AFTER])
 
 
 async def _note_disconnect(receive: Receive, gone: anyio.Event) -> None:

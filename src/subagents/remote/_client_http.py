@@ -20,9 +20,10 @@ over, unchanged. What the peer writes, line by line:
 
 Every GET stream feeds the peer, whichever it is (a server may route a session's message to
 the connection's stream). Cookies the server sets are kept and sent back for the connection
-(one ``httpx.AsyncClient`` per connection). HTTP/2: ``https://`` offers ``h2`` by ALPN;
-``http://`` tries HTTP/2 with prior knowledge (h2c) and falls back to HTTP/1.1 when the
-server does not speak it (``http2=False`` skips the try, ``True`` insists).
+(one ``httpx.AsyncClient`` per connection). HTTP/2: ``https://`` offers ``h2`` by ALPN
+(``http2=False``: HTTP/1.1 only); ``http://`` speaks HTTP/1.1 unless ``http2=True`` asks for
+HTTP/2 with prior knowledge (h2c, no fallback): a load balancer in front mostly speaks
+HTTP/1.1 on plain HTTP, and a failed h2c try would cost every connection an attempt.
 
 A POST refused with 401 or 403 (the credentials), a 5xx (the server), a 404 on a POST naming
 no session (the connection is unknown or ended), a non-200 ``initialize``, a stream that ends
@@ -131,6 +132,8 @@ class HttpLink(MessageLink):
         """The server's ``Acp-Connection-Id`` (once ``initialize`` was answered)."""
         self.http_version: str | None = None
         """The HTTP version ``initialize`` went over (``"HTTP/2"``, ``"HTTP/1.1"``)."""
+        self.resuming: str | None = None
+        """The session the connection is made to resume (``Acp-Session-Id`` on initialize)."""
         self.session_streams: set[str] = set()
         """Sessions whose GET stream is open."""
         self._ending_sessions: set[str] = set()
@@ -292,7 +295,7 @@ class HttpLink(MessageLink):
         # settle_initialize ends the POST after the grace.
         with anyio.CancelScope(shield=True) as self._initialize_scope:
             try:
-                response = await self._clients.initialize(self.url, body, self)
+                response = await self._clients.initialize(self.url, body, self, self.resuming)
             except Exception as exc:  # the link's failure (or a defect): the caller raises it
                 outcome.append(exc)
             else:
@@ -380,6 +383,11 @@ class HttpLink(MessageLink):
         return headers
 
     def _status(self, response: httpx.Response, what: str) -> str:
+        from ._drain import is_draining_refusal
+
+        if is_draining_refusal(response.status_code, response.content):
+            self.draining = True
+            return f"the server at {self.url} is draining (HTTP 503 for {what}): it shuts down"
         return status_reason(
             self.url, response.status_code, what, response.text, token_sent=self.token_sent
         )
@@ -557,7 +565,7 @@ class HttpLink(MessageLink):
 @final
 class _Clients:
     """The connection's ``httpx.AsyncClient`` (its cookie jar is the connection's), and the
-    HTTP/2 choice: over ``http://`` the first request may fall back to HTTP/1.1."""
+    HTTP/2 choice (see :func:`open_http_link`)."""
 
     def __init__(
         self, url: str, headers: Mapping[str, str], timeout: float, http2: bool | None
@@ -568,12 +576,11 @@ class _Clients:
         self._timeout = timeout
         self._jar = CookieJar()
         secure = url.lower().startswith("https://")
-        prior_knowledge = not secure and http2 is not False
-        self._h2 = http2 is not False
-        self._http1 = not prior_knowledge
+        # https: h2 offered by ALPN unless refused; http: h2c (prior knowledge) only when asked.
+        self._h2 = http2 is not False if secure else http2 is True
+        self._http1 = secure or http2 is not True
         self._tls: ssl.SSLContext | None = None
         self.client = self._make()
-        self._may_fall_back = prior_knowledge and http2 is None
 
     def _make(self) -> httpx.AsyncClient:
         import httpx
@@ -598,37 +605,25 @@ class _Clients:
         the connection's cookie jar and HTTP version."""
         return self._make()
 
-    async def initialize(self, url: str, body: bytes, link: HttpLink) -> httpx.Response:
-        """POST ``initialize``; over h2c that the server does not speak, again over HTTP/1.1."""
+    async def initialize(
+        self, url: str, body: bytes, link: HttpLink, resuming: str | None
+    ) -> httpx.Response:
+        """POST ``initialize`` (with ``Acp-Session-Id`` when the connection is made to resume
+        that session: a load balancer routes it to the instance that holds the session)."""
         import httpx
 
         from ._http_body import post
 
         headers = {"Content-Type": JSON_TYPE, "Accept": JSON_TYPE}
+        if resuming is not None:
+            headers[SESSION_HEADER] = resuming
         try:
             return await post(self.client, url, body, headers)
-        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
-            if not self._may_fall_back:
-                raise link.broken(
-                    f"POST initialize to {url} failed: {type(exc).__name__}: {exc}"
-                ) from exc
-            logger.debug("%s: no HTTP/2 with prior knowledge (%r): HTTP/1.1", url, exc)
         except httpx.HTTPError as exc:
             if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
                 raise link.broken(
                     f"cannot connect to {url}: {type(exc).__name__}: {exc}", unreachable=True
                 ) from exc
-            raise link.broken(
-                f"POST initialize to {url} failed: {type(exc).__name__}: {exc}"
-            ) from exc
-        with anyio.move_on_after(self._timeout, shield=True):
-            await self.client.aclose()
-        self._h2, self._http1 = False, True
-        self.client = self._make()
-        self._may_fall_back = False
-        try:
-            return await post(self.client, url, body, headers)
-        except httpx.HTTPError as exc:
             raise link.broken(
                 f"POST initialize to {url} failed: {type(exc).__name__}: {exc}"
             ) from exc
@@ -647,13 +642,17 @@ async def open_http_link(
     timeout: float = 30.0,
     http2: bool | None = None,
     max_message_bytes: int = 64 * 1024 * 1024,
+    resuming: str | None = None,
 ) -> AsyncGenerator[HttpLink, None]:
     """A Streamable HTTP link to the ACP endpoint ``url`` for the block's duration.
 
     ``headers`` go on every request, ``token`` as ``Authorization: Bearer``; ``timeout``
     bounds each POST, the opening of each GET stream and the DELETE (an open stream may stay
-    idle). ``http2``: ``None`` tries HTTP/2 (ALPN on https, prior knowledge on http, falling
-    back to HTTP/1.1), ``False`` uses HTTP/1.1, ``True`` insists on HTTP/2.
+    idle). ``http2``: ``None`` offers HTTP/2 by ALPN on https and speaks HTTP/1.1 on http,
+    ``False`` uses HTTP/1.1, ``True`` insists on HTTP/2 (h2c with prior knowledge on http).
+    ``resuming``: the session this connection is made to load or resume, sent as
+    ``Acp-Session-Id`` on its ``initialize`` (for a load balancer's routing; a server ignores
+    it there).
     """
     all_headers = dict(headers or {})
     if token is not None:
@@ -671,6 +670,7 @@ async def open_http_link(
                 token_sent=token_sent,
                 max_message_bytes=max_message_bytes,
             )
+            link.resuming = resuming
             try:
                 yield link
             except BaseException as exc:

@@ -79,6 +79,9 @@ class MessageLink(anyio.abc.ByteStream):
         """The HTTP status the link failed on, if it failed on one."""
         self.unreachable = False
         """Whether it failed because the server could not be reached at all."""
+        self.draining = False
+        """Whether the server said it drains (a 503 naming the drain, a WebSocket closed
+        with the drain as its reason): the failure's cause is the drain."""
         self.closing = False
         """Set once the client closes: streams that end from then on are no failure."""
         self._inbound_in, self._inbound = anyio.create_memory_object_stream[bytes](INBOUND_BUFFER)

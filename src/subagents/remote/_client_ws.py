@@ -93,10 +93,31 @@ class WsLink(MessageLink):
                 elif isinstance(event, wsproto.events.BytesMessage):
                     logger.debug("%s: a binary frame ignored", self.url)
         except WebSocketDisconnect as exc:
-            why = f" ({exc.reason})" if exc.reason else ""
-            self.fail(f"the server closed the WebSocket {self.url} (code {exc.code}{why})")
+            self.fail(self.closed_by_server(exc.code, exc.reason))
         except WebSocketNetworkError as exc:
-            self.fail(f"the WebSocket to {self.url} broke: {exc}")
+            self.fail(self.broke(exc))
+
+    def closed_by_server(self, code: int, reason: str | None) -> str:
+        """Why the link failed when the server closed the socket (with a close frame)."""
+        from ._drain import DRAINING_REASON
+
+        if reason == DRAINING_REASON:
+            self.draining = True
+            return f"the server at {self.url} is draining: it closed the WebSocket (code {code})"
+        why = f": {reason}" if reason else ", no reason given"
+        return f"the server closed the WebSocket {self.url} (code {code}{why})"
+
+    def broke(self, exc: Exception) -> str:
+        """Why the link failed when the socket broke: always a cause, never empty (httpx-ws's
+        ``WebSocketNetworkError`` says nothing; it means one of two things)."""
+        said = str(exc).strip()
+        return (
+            f"the WebSocket to {self.url} broke ({type(exc).__name__}"
+            + (f": {said}" if said else "")
+            + "): the connection closed without a WebSocket close frame (the server or the "
+            f"network went away), or the keep-alive ping got no pong within "
+            f"{KEEPALIVE_INTERVAL:g} s"
+        )
 
 
 @asynccontextmanager
@@ -107,15 +128,22 @@ async def open_ws_link(
     token: str | None = None,
     timeout: float = 30.0,
     max_message_bytes: int = 64 * 1024 * 1024,
+    resuming: str | None = None,
 ) -> AsyncGenerator[WsLink, None]:
     """A WebSocket link to the ACP endpoint ``url`` (``ws://`` or ``wss://``) for the block.
 
     ``headers`` go on the upgrade request, ``token`` as ``Authorization: Bearer``;
     ``timeout`` bounds the upgrade (httpx's connect and read time-outs) and each send.
+    ``resuming``: the session the connection is made to load or resume, sent as
+    ``Acp-Session-Id`` on the upgrade (for a load balancer's routing).
     """
     import httpx
 
+    from ..protocol.acp_remote import SESSION_HEADER
+
     all_headers = dict(headers or {})
+    if resuming is not None:
+        all_headers[SESSION_HEADER] = resuming
     if token is not None:
         all_headers["Authorization"] = f"Bearer {token}"
     token_sent = "authorization" in {name.lower() for name in all_headers}

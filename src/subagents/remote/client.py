@@ -33,9 +33,10 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Literal, TypeAlias
 
 from ..protocol import acp
-from ..protocol.acp_remote import agent_url
+from ..protocol.acp_remote import ServerDrainingError, agent_url
 from ..protocol.errors import RemoteProtocolError
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
+from ..rpc import ConnectionClosedError
 from ..transports.acp_client import (
     AgentConnection,
     AgentStartupError,
@@ -111,13 +112,22 @@ async def connect_agent_url(
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     on_protocol_error: Callable[[RemoteProtocolError], None] | None = None,
     name: str | None = None,
+    resuming: str | None = None,
 ) -> AsyncGenerator[AgentConnection, None]:
     """Connect to the ACP agent served at ``url``, ``initialize`` it, disconnect on exit.
 
     ``token`` is sent as ``Authorization: Bearer``, ``headers`` on every request;
     ``timeout`` bounds each HTTP request (a POST's answer, opening a stream, the upgrade, the
-    DELETE on exit); ``http2`` is the Streamable HTTP choice (``None``: HTTP/2 when the server
-    speaks it). The other keywords are :func:`~subagents.transports.connect_agent`'s.
+    DELETE on exit); ``http2`` is the Streamable HTTP choice (``None``: HTTP/2 by ALPN over
+    ``https://``, HTTP/1.1 over ``http://``; ``True``: HTTP/2, h2c with prior knowledge over
+    ``http://``; ``False``: HTTP/1.1). ``resuming`` names the session the connection is made
+    to load or resume: it is sent as ``Acp-Session-Id`` on ``initialize`` (on the WebSocket
+    upgrade), so that a load balancer can route the connection to the instance holding the
+    session. The other keywords are :func:`~subagents.transports.connect_agent`'s.
+
+    A connection lost because the server drains (it said so: a 503, a WebSocket closed for
+    the drain) raises :class:`~subagents.protocol.acp_remote.ServerDrainingError` out of the
+    block instead of the :class:`~subagents.rpc.ConnectionClosedError` it caused.
     """
     endpoint = agent_url(url)
     label = name or endpoint
@@ -129,6 +139,7 @@ async def connect_agent_url(
         http2=http2,
         timeout=timeout,
         max_message_bytes=max_message_bytes,
+        resuming=resuming,
     )
     link: MessageLink | None = None
     connected = False
@@ -151,6 +162,10 @@ async def connect_agent_url(
         ):
             connected = True
             yield connection
+    except ConnectionClosedError as exc:
+        if link is None or not link.draining:
+            raise
+        raise ServerDrainingError(link.failure or exc.reason) from exc
     except AgentStartupError as exc:
         if connected or link is None or link.failure is None:
             raise
@@ -172,12 +187,14 @@ def open_link(
     http2: bool | None = None,
     timeout: float = 30.0,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    resuming: str | None = None,
 ) -> AbstractAsyncContextManager[MessageLink]:
     """The link (a byte stream of NDJSON lines) to the agent at ``url``, for a block: what
     :func:`connect_agent_url` runs its peer over, and what ``subagents bridge`` copies stdio to.
 
     ``transport`` picks Streamable HTTP or a WebSocket (see :data:`Transport`); a URL without
-    a path gets ``/acp``. Raises :class:`ValueError` for ``transport="http"`` with a
+    a path gets ``/acp``; ``resuming``: see :func:`connect_agent_url`. Raises
+    :class:`ValueError` for ``transport="http"`` with a
     ``ws(s)://`` URL, :class:`ImportError` without the ``remote`` extra; a refused upgrade
     raises :class:`~._client_ws.WsUpgradeError` on entering the block.
     """
@@ -194,6 +211,7 @@ def open_link(
             token=token,
             timeout=timeout,
             max_message_bytes=max_message_bytes,
+            resuming=resuming,
         )
     return open_http_link(
         endpoint,
@@ -202,6 +220,7 @@ def open_link(
         timeout=timeout,
         http2=http2,
         max_message_bytes=max_message_bytes,
+        resuming=resuming,
     )
 
 

@@ -13,16 +13,24 @@ import json
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import anyio
 import pytest
 from httpx_ws import AsyncWebSocketSession, aconnect_ws
 
+from subagents.agents.reference import ReferenceAgent
 from subagents.harness.llm.offline import OfflineModel
 from subagents.harness.runtime import AgentRuntime
 from subagents.harness.session import SessionStore
-from subagents.remote import Principals, RemoteServer, runtime_agent, serve_acp_http
+from subagents.remote import (
+    AgentBackend,
+    Principals,
+    RemoteServer,
+    in_process_agent,
+    runtime_agent,
+    serve_acp_http,
+)
 from tests.remote._server_helpers import (
     WAIT,
     Message,
@@ -256,3 +264,36 @@ async def test_a_load_waits_for_nothing_when_the_session_is_the_connections_own(
         with anyio.fail_after(WAIT):
             _, loaded = await events.until_answer(5)
     assert "result" in loaded, loaded
+
+
+def shared_reference_agents() -> AgentBackend:
+    """The reference agent in this process per connection, every one on one session table
+    (an agent whose session store every connection shares)."""
+    shared: dict[str, Any] = {}
+
+    @asynccontextmanager
+    async def make() -> AsyncGenerator[ReferenceAgent, None]:
+        agent = ReferenceAgent()
+        agent.sessions = shared
+        yield agent
+
+    return in_process_agent(make)
+
+
+async def test_session_list_shows_a_principal_only_its_own_sessions() -> None:
+    """Issue 34: the agent's session/list answer names every session of its store; the
+    server leaves out those of another principal (ids, titles and cwd are theirs)."""
+    principals = Principals({"alice": ALICE, "bob": BOB})
+    async with (
+        serve_acp_http(shared_reference_agents(), port=0, token=principals) as server,
+        connected(server, token=ALICE) as (alice, alice_events),
+        connected(server, token=BOB) as (bob, bob_events),
+    ):
+        alices = await alice.new_session(alice_events)
+        bobs = await bob.new_session(bob_events)
+        listed: dict[str, list[str]] = {}
+        for name, client, events in (("alice", alice, alice_events), ("bob", bob, bob_events)):
+            await client.post(request(8, "session/list", {}))
+            _, answer = await events.until_answer(8)
+            listed[name] = [info["sessionId"] for info in answer["result"]["sessions"]]
+    assert listed == {"alice": [alices], "bob": [bobs]}

@@ -240,6 +240,8 @@ class RemoteConnection:
         self._agent_requests = RequestScopes()
         """Agent→client requests awaiting the client's answer, with their session."""
         self._closing: dict[tuple[str, JsonValue], str] = {}
+        self._listing: set[tuple[str, JsonValue]] = set()
+        """Ids of the session/list requests in flight (the guard filters their answers)."""
         """Ids of the session/close requests in flight, with their session."""
         self._creating: set[tuple[str, JsonValue]] = set()
         """Ids of the session/new, load and resume requests in flight (the session limit)."""
@@ -400,6 +402,12 @@ class RemoteConnection:
             return True
         text = line.decode("utf-8", errors="replace")
         closed = self._closed_by(message)  # pyright: ignore[reportUnknownArgumentType]
+        if self._listing and "method" not in message:
+            listed = _key(message.get("id"))  # pyright: ignore[reportUnknownArgumentType, reportUnknownMemberType]
+            if listed in self._listing:
+                self._listing.discard(listed)
+                if self.guard.filter_listing(self, message):  # pyright: ignore[reportUnknownArgumentType]
+                    text = _dumps(message)  # pyright: ignore[reportUnknownArgumentType]
         outlet = self._route(message)  # pyright: ignore[reportUnknownArgumentType]
         if outlet is None:
             return True
@@ -551,6 +559,8 @@ class RemoteConnection:
             await self.send_to_agent(message)
             return
         request_id = message["id"]
+        if method == "session/list":
+            self._listing.add(_key(request_id))
         if method in CONNECTION_SCOPED_METHODS:
             scope = None
             if method == "session/new" or method in SESSION_OPENING_METHODS:
@@ -612,6 +622,8 @@ class RemoteConnection:
             self._client_requests.record(request_id, scope)
             if method == "session/close" and scope is not None:
                 self._closing[_key(request_id)] = scope
+            if method == "session/list":
+                self._listing.add(_key(request_id))
             if method in SESSION_OPENING_METHODS:
                 named = session_id_of(message)
                 if named is not None and named not in self._sessions:

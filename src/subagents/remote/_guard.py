@@ -10,7 +10,9 @@ request before the agent sees it (:class:`ClientGuard`), over HTTP and WebSocket
   saying so (close it there first);
 - any other request or notification naming a session that is not the connection's
   (prompt, cancel, close...): ``-32002`` (a notification is dropped). Over HTTP the routing
-  table refuses those first (404).
+  table refuses those first (404);
+- the answer to ``session/list`` leaves out the sessions the connection's principal may not
+  load (:meth:`ClientGuard.filter_listing`).
 """
 
 from __future__ import annotations
@@ -81,6 +83,28 @@ class ClientGuard:
                 "may use it until it closes the session (session/close) or ends",
             )
         return None
+
+    def filter_listing(self, conn: RemoteConnection, answer: dict[str, JsonValue]) -> bool:
+        """Take out of a ``session/list`` answer the sessions of other principals (with
+        several principals, also those whose principal is not recorded); whether any was."""
+        if self.principals is None:
+            return False  # one (anonymous) principal: every session is its own
+        result = answer.get("result")
+        sessions = result.get("sessions") if isinstance(result, dict) else None
+        if not isinstance(result, dict) or not isinstance(sessions, list):
+            return False
+        kept = [info for info in sessions if self._listed(conn, info)]
+        if len(kept) == len(sessions):
+            return False
+        result["sessions"] = kept
+        return True
+
+    def _listed(self, conn: RemoteConnection, info: JsonValue) -> bool:
+        session_id = info.get("sessionId") if isinstance(info, dict) else None
+        if not isinstance(session_id, str) or conn.has_session(session_id):
+            return True
+        refusal = self._stored_refusal(conn, session_id)
+        return refusal is None or refusal[0] != ErrorCode.RESOURCE_NOT_FOUND
 
     def claim(self, conn: RemoteConnection, session_id: str) -> None:
         """``session_id`` is ``conn``'s now (made, loaded or resumed there)."""

@@ -91,6 +91,7 @@ def run_a2a(args: argparse.Namespace) -> int:
             _Bounds(args.max_tasks, args.max_stored_tasks, args.drain_timeout),
             args.public_url,
             _Tls(args.tls_cert, args.tls_key),
+            (args.allow_origin, args.allow_host),
         )
     except (RemoteServerConfigError, ConfigError, UnknownProviderKind) as exc:
         sys.stderr.write(f"subagents serve: {exc}\n")
@@ -108,6 +109,7 @@ async def _serve(
     bounds: _Bounds,
     public_url: str | None,
     tls: _Tls,
+    allowed: tuple[list[str], list[str]],
 ) -> None:
     from ..providers.factory import build_provider
     from ..remote.a2a_server import serve_a2a_http
@@ -127,6 +129,8 @@ async def _serve(
                 max_stored_tasks=bounds.max_stored_tasks,
                 tls_certfile=tls.cert,
                 tls_keyfile=tls.key,
+                allowed_origins=allowed[0],
+                allowed_hosts=allowed[1],
             ) as server,
         ):
             sys.stderr.write(f"listening on {server.url} (card: {server.card_url})\n")

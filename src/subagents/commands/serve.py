@@ -141,6 +141,22 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     )
     remote.add_argument("--tls-key", type=Path, metavar="PEM", help="serve HTTPS: its key")
     remote.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="serve requests from web pages at ORIGIN (scheme://host[:port]; repeatable; "
+        "default: none, a request carrying an Origin header is refused)",
+    )
+    remote.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="serve requests whose Host is NAME (repeatable; '*': any), besides IP addresses, "
+        "localhost and the bound host (--a2a: and --public-url's): a DNS rebinding guard",
+    )
+    remote.add_argument(
         "--max-connections", type=int, default=64, help="connections at once (default: 64)"
     )
     remote.add_argument(
@@ -180,8 +196,8 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         "--a2a",
         metavar="HOST:PORT",
         help="serve a registry agent as an A2A agent at http://HOST:PORT/ (port 0: any free "
-        "port); --token-env, --token-file, --tls-cert/--tls-key (https://) and "
-        "--drain-timeout apply",
+        "port); --token-env, --token-file, --tls-cert/--tls-key (https://), "
+        "--allow-origin, --allow-host and --drain-timeout apply",
     )
     a2a.add_argument(
         "--agent",
@@ -446,6 +462,7 @@ def _run_listen(args: argparse.Namespace) -> int:
         _serve_http,
         client_mcp=client_mcp,
         ownership_dir=ownership,
+        allowed=(args.allow_origin, args.allow_host),
         drain_notice=args.drain_notice,
     )
     try:
@@ -469,6 +486,7 @@ async def _serve_http(
     *,
     client_mcp: ClientMcpPolicy,
     ownership_dir: Path | None,
+    allowed: tuple[list[str], list[str]],
     drain_notice: float,
 ) -> None:
     from ..remote import serve_acp_http
@@ -484,6 +502,8 @@ async def _serve_http(
             tls_keyfile=tls_key,
             client_mcp=client_mcp,
             ownership_dir=ownership_dir,
+            allowed_origins=allowed[0],
+            allowed_hosts=allowed[1],
             drain_notice=drain_notice,
         ) as server:
             sys.stderr.write(f"listening on {server.url}\n")

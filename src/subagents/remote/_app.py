@@ -48,15 +48,15 @@ from ..protocol.acp_remote import (
     SESSION_HEADER,
     encode_sse,
 )
-from ..protocol.jsonrpc import ErrorCode, JsonValue
+from ..protocol.jsonrpc import JsonValue
 from ._connections import (
     ConnectionStopped,
     Outlet,
     RemoteConnection,
     ServerLimits,
-    error_response,
 )
 from ._drain import DRAINING_REASON, RETRY_AFTER, draining_answer
+from ._envelope import BadMessage, decode_message
 from ._reaping import ClientKeys, client_key, reap_absent, reap_tick
 
 if TYPE_CHECKING:
@@ -276,25 +276,13 @@ class AcpAsgiApp:
         if body is None:
             await _respond(send, 413, {"error": f"the body is larger than {limit} bytes"})
             return
-        try:
-            message: object = json.loads(body)
-        except ValueError as exc:
-            await _respond(
-                send, 400, error_response(None, ErrorCode.PARSE_ERROR, f"Parse error: {exc}")
-            )
+        msg = decode_message(body)
+        if isinstance(msg, BadMessage):  # answered before any connection or agent is made
+            if msg.batch:
+                await _respond(send, 501, {"error": msg.reason})
+            else:
+                await _respond(send, 400, msg.response())
             return
-        if isinstance(message, list):
-            await _respond(send, 501, {"error": "batch requests are not supported"})
-            return
-        if not _is_message(message):
-            await _respond(
-                send,
-                400,
-                error_response(None, ErrorCode.INVALID_REQUEST, "not a JSON-RPC 2.0 message"),
-            )
-            return
-        assert isinstance(message, dict)
-        msg: dict[str, JsonValue] = message  # pyright: ignore[reportUnknownVariableType]
         connection_id = _header(scope, _CONNECTION_KEY)
         session_header = _header(scope, _SESSION_KEY)
         if connection_id is None:
@@ -547,22 +535,12 @@ async def _websocket_in(conn: RemoteConnection, receive: Receive, send: Send) ->
         text: str | None = message.get("text")
         if text is None:
             continue  # binary frames are ignored
-        try:
-            parsed: object = json.loads(text)
-        except ValueError as exc:
-            await _ws_send(send, error_response(None, ErrorCode.PARSE_ERROR, f"Parse error: {exc}"))
+        parsed = decode_message(text)
+        if isinstance(parsed, BadMessage):
+            await _ws_send(send, parsed.response())
             continue
-        if isinstance(parsed, list) or not _is_message(parsed):
-            reason = (
-                "batch requests are not supported"
-                if isinstance(parsed, list)
-                else ("not a JSON-RPC 2.0 message")
-            )
-            await _ws_send(send, error_response(None, ErrorCode.INVALID_REQUEST, reason))
-            continue
-        assert isinstance(parsed, dict)
         try:
-            await conn.post_websocket(parsed)  # pyright: ignore[reportUnknownArgumentType]
+            await conn.post_websocket(parsed)
         except ConnectionStopped:
             return
 
@@ -605,15 +583,6 @@ def _header(scope: Scope, name: bytes) -> str | None:
         if key == name:
             return value.decode("latin-1")
     return None
-
-
-def _is_message(message: object) -> bool:
-    """A JSON-RPC 2.0 request, notification or response (shape only)."""
-    if not isinstance(message, dict):
-        return False
-    if isinstance(message.get("method"), str):  # pyright: ignore[reportUnknownMemberType]
-        return True
-    return "id" in message and ("result" in message or "error" in message)
 
 
 async def _read_body(receive: Receive, limit: int) -> bytes | None:

@@ -57,7 +57,14 @@ import json
 import logging
 import os
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    MutableMapping,
+)
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, cast, final
@@ -81,6 +88,7 @@ from ..providers.contract import (
 )
 from ..providers.output_schema import check_output_schema, output_instructions
 from ..providers.progress import ProgressFeed
+from ._origin import OriginPolicy, guard_origin_and_host
 from .server import (  # the ACP server's listener and host rules, shared
     GRACEFUL_TIMEOUT,
     _listen,  # pyright: ignore[reportPrivateUsage]
@@ -566,6 +574,8 @@ async def serve_a2a_http(
     interrupted_timeout: float = 3600.0,
     tls_certfile: str | os.PathLike[str] | None = None,
     tls_keyfile: str | os.PathLike[str] | None = None,
+    allowed_origins: Iterable[str] = (),
+    allowed_hosts: Iterable[str] = (),
 ) -> AsyncGenerator[A2AServer, None]:
     """Serve ``provider`` (an entered provider, built from ``spec``) as an A2A agent.
 
@@ -589,8 +599,20 @@ async def serve_a2a_http(
     first; at least 1), and an input-required or auth-required task idle for
     ``interrupted_timeout`` seconds is evicted (the SDK releases its waiting turn then too):
     see :mod:`subagents.remote.a2a_tasks`. ``ValueError`` when either is out of range.
+
+    As :func:`~subagents.remote.serve_acp_http`, a request from a web page (with an
+    ``Origin``) is refused (403) unless its origin is in ``allowed_origins``, and one whose
+    ``Host`` names neither an IP address, ``localhost``, ``host``, ``public_url``'s host nor
+    a name in ``allowed_hosts`` (``*``: any) is refused (421): see
+    :mod:`subagents.remote._origin`.
     """
     principals = check_listen_address(host, token)
+    origins = OriginPolicy.make(
+        bound_host=host,
+        public_url=public_url,
+        allowed_origins=allowed_origins,
+        allowed_hosts=allowed_hosts,
+    )
     try:
         from a2a.server.request_handlers import DefaultRequestHandler
         from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
@@ -628,7 +650,7 @@ async def serve_a2a_http(
         cast(Any, executor), store, card, interrupted_task_timeout=interrupted_timeout
     )
     routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/")]
-    app = _bearer_guard(Starlette(routes=routes), principals)
+    app = guard_origin_and_host(_bearer_guard(Starlette(routes=routes), principals), origins)
     config.bind = [f"fd://{sock.detach()}"]
     shutdown = anyio.Event()
     served = anyio.Event()

@@ -28,7 +28,7 @@ import ipaddress
 import logging
 import os
 import socket
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, cast, final
@@ -36,11 +36,12 @@ from typing import TYPE_CHECKING, Any, Final, cast, final
 import anyio
 
 from ..protocol.acp_remote import ENDPOINT_PATH
-from ._app import AcpAsgiApp, ConnectionHub
+from ._app import HEALTH_PATHS, AcpAsgiApp, ConnectionHub
 from ._client_mcp import ClientMcpPolicy
 from ._connections import ServerLimits
 from ._drain import wait_notice
 from ._guard import ClientGuard
+from ._origin import AsgiApp, OriginPolicy, guard_origin_and_host
 from ._principals import Principals, SessionOwners, TokenError
 
 if TYPE_CHECKING:
@@ -185,6 +186,8 @@ async def serve_acp_http(
     tls_keyfile: str | os.PathLike[str] | None = None,
     client_mcp: ClientMcpPolicy | None = None,
     ownership_dir: str | os.PathLike[str] | None = None,
+    allowed_origins: Iterable[str] = (),
+    allowed_hosts: Iterable[str] = (),
     drain_notice: float = 0.0,
 ) -> AsyncGenerator[RemoteServer, None]:
     """Serve ``backend``'s agents at ``http://host:port/acp`` until the block ends.
@@ -198,6 +201,11 @@ async def serve_acp_http(
     directory's ``.principals``). ``client_mcp`` lists the MCP servers a client may name
     (none by default; :class:`ClientMcpPolicy`).
 
+    A request or WebSocket upgrade from a web page (with an ``Origin``) is refused (403) unless
+    its origin is in ``allowed_origins``; one whose ``Host`` names neither an IP address,
+    ``localhost``, ``host`` nor a name in ``allowed_hosts`` (``*``: any) is refused (421, the
+    DNS rebinding guard; ``/health`` is exempt): see :mod:`subagents.remote._origin`.
+
     Leaving the block gives notice first, for ``drain_notice`` seconds (``subagents serve``:
     ``--drain-notice``, 2 s): ``/health`` answers 503 ``draining``, new connections are
     refused (503), the connections already made go on; then the drain (see :meth:`drain`),
@@ -205,12 +213,18 @@ async def serve_acp_http(
 
     Raises :class:`RemoteServerConfigError` when bound beyond loopback without ``token``,
     given a weak token (or one TLS file without the other, or a file that cannot be read, or
-    a negative ``drain_notice``), and ``ImportError`` naming ``subagents[remote]`` when
-    hypercorn is missing.
+    a malformed origin or host name, or a negative ``drain_notice``), and ``ImportError``
+    naming ``subagents[remote]`` when hypercorn is missing.
     """
     principals = check_listen_address(host, token)
     if not drain_notice >= 0:
         raise RemoteServerConfigError(f"the drain notice must be 0 or more seconds: {drain_notice}")
+    origins = OriginPolicy.make(
+        bound_host=host,
+        allowed_origins=allowed_origins,
+        allowed_hosts=allowed_hosts,
+        open_paths=HEALTH_PATHS,
+    )
     try:
         from hypercorn.config import Config
     except ImportError as exc:
@@ -237,7 +251,8 @@ async def serve_acp_http(
 
     async def serve() -> None:
         try:
-            await _hypercorn_serve(AcpAsgiApp(hub), config, shutdown.wait)
+            app = guard_origin_and_host(AcpAsgiApp(hub), origins)
+            await _hypercorn_serve(app, config, shutdown.wait)
         finally:
             served.set()
 
@@ -320,7 +335,7 @@ def _tolerate_data_after_the_response() -> None:
     cast(Any, H2Protocol)._handle_events = handle_events
 
 
-async def _hypercorn_serve(app: AcpAsgiApp, config: Any, trigger: Any) -> None:
+async def _hypercorn_serve(app: AsgiApp, config: Any, trigger: Any) -> None:
     from ..transports._fd import on_asyncio
 
     _tolerate_data_after_the_response()

@@ -158,3 +158,19 @@ def test_a_stdio_command_is_allowed_only_by_its_exact_name() -> None:
     entry["command"] = "mcp-fs"
     assert policy.refusal("session/resume", {"mcpServers": [entry]}) is not None
     assert policy.refusal("session/new", {"mcpServers": [{"type": "ws", "name": "x"}]})
+
+
+def test_the_allow_list_options_are_checked(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 34: --allow-client-mcp-url takes http(s) URLs with a host; both options go with
+    --listen only (exit 2, one line saying why)."""
+    from subagents.cli import main
+
+    for argv in (
+        ["serve", "--listen", "127.0.0.1:0", "--allow-client-mcp-url", "ftp://files.example"],
+        ["serve", "--allow-client-mcp-command", "npx"],
+        ["serve", "--a2a", "127.0.0.1:0", "--allow-client-mcp-url", "https://mcp.example"],
+    ):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1
+        assert "client-mcp" in err or "client MCP" in err

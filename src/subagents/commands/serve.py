@@ -304,6 +304,12 @@ def run(args: argparse.Namespace) -> int:
         if args.listen is not None or _agent_command(args):
             sys.stderr.write("subagents serve: --a2a serves a registry agent (--agent NAME)\n")
             return 2
+        if args.allow_client_mcp_command or args.allow_client_mcp_url:
+            sys.stderr.write(
+                "subagents serve: --allow-client-mcp-command and --allow-client-mcp-url go "
+                "with --listen (an A2A client names no MCP server)\n"
+            )
+            return 2
         if args.public_url is not None and not _is_http_url(args.public_url):
             sys.stderr.write(
                 f"subagents serve: --public-url {args.public_url!r}: expected an http:// or "
@@ -315,9 +321,18 @@ def run(args: argparse.Namespace) -> int:
         return run_a2a(args)
     if args.listen is not None:
         return _run_listen(args)
-    if _agent_command(args) or args.token_env or args.token_file or args.tls_cert or args.tls_key:
+    if (
+        _agent_command(args)
+        or args.token_env
+        or args.token_file
+        or args.tls_cert
+        or args.tls_key
+        or args.allow_client_mcp_command
+        or args.allow_client_mcp_url
+    ):
         sys.stderr.write(
-            "subagents serve: an agent command, a token and TLS need --listen HOST:PORT\n"
+            "subagents serve: an agent command, a token, TLS and client MCP servers need "
+            "--listen HOST:PORT\n"
         )
         return 2
     try:

@@ -15,22 +15,33 @@ Refused (``-32600``, Invalid Request, unless it does not parse: ``-32700``):
   both or neither of ``result`` and ``error``, or whose ``error`` is not an object with an
   integer ``code`` and a string ``message``.
 
-The error's ``id`` is the message's when that is a valid one, else ``null``.
+The error's ``id`` is the message's when that is a valid one, else ``null``. The ``/acp``
+endpoint checks each message itself; :func:`check_envelopes` puts the same check in front of
+another application's JSON-RPC endpoint (the A2A SDK's, whose own checks log tracebacks).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
-from typing import Final, final
+from typing import Any, Final, final
 
 from ..protocol.jsonrpc import ErrorCode, JsonValue
 
-__all__ = ("MAX_DEPTH", "BadMessage", "decode_message")
+__all__ = ("MAX_DEPTH", "BadMessage", "check_envelopes", "decode_message")
+
+Scope = MutableMapping[str, Any]
+AsgiMessage = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[AsgiMessage]]
+Send = Callable[[AsgiMessage], Awaitable[None]]
+AsgiApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 MAX_DEPTH: Final = 128
 """The deepest nesting of objects and arrays a client's message may have."""
 _INT64: Final = 2**63
+CHECKED_BYTES: Final = 16 * 1024 * 1024
+"""A body longer than this is handed on unchecked (the server's body limit bounds it)."""
 
 
 @final
@@ -122,3 +133,43 @@ def _too_deep(message: dict[str, JsonValue]) -> bool:
 
 def _invalid(reason: str, request_id: JsonValue = None) -> BadMessage:
     return BadMessage(ErrorCode.INVALID_REQUEST, reason, request_id)
+
+
+def check_envelopes(app: AsgiApp, path: str = "/") -> AsgiApp:
+    """``app`` with every JSON-RPC message POSTed to ``path`` checked first: a bad one (see
+    the module docstring; a batch is left to ``app``) is answered 400 with the JSON-RPC error,
+    and ``app`` never sees it; a good one reaches ``app`` whole."""
+
+    async def checked(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != path:
+            await app(scope, receive, send)
+            return
+        read: list[AsgiMessage] = []
+        size = 0
+        while True:
+            message = await receive()
+            read.append(message)
+            if message["type"] != "http.request":
+                break  # the client left: app sees it
+            size += len(message.get("body", b""))
+            if not message.get("more_body", False) or size > CHECKED_BYTES:
+                break
+        last = read[-1]
+        if last["type"] == "http.request" and not last.get("more_body", False):
+            decoded = decode_message(b"".join(m.get("body", b"") for m in read))
+            if isinstance(decoded, BadMessage) and not decoded.batch:
+                payload = json.dumps(decoded.response(), separators=(",", ":")).encode()
+                headers = [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", b"%d" % len(payload)),
+                ]
+                await send({"type": "http.response.start", "status": 400, "headers": headers})
+                await send({"type": "http.response.body", "body": payload, "more_body": False})
+                return
+
+        async def replay() -> AsgiMessage:
+            return read.pop(0) if read else await receive()
+
+        await app(scope, replay, send)
+
+    return checked

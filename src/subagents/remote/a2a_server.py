@@ -88,6 +88,7 @@ from ..providers.contract import (
 )
 from ..providers.output_schema import check_output_schema, output_instructions
 from ..providers.progress import ProgressFeed
+from ._envelope import check_envelopes
 from ._origin import OriginPolicy, guard_origin_and_host
 from .server import (  # the ACP server's listener and host rules, shared
     GRACEFUL_TIMEOUT,
@@ -650,7 +651,8 @@ async def serve_a2a_http(
         cast(Any, executor), store, card, interrupted_task_timeout=interrupted_timeout
     )
     routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/")]
-    app = guard_origin_and_host(_bearer_guard(Starlette(routes=routes), principals), origins)
+    checked = check_envelopes(Starlette(routes=routes))  # bad JSON-RPC: 400, SDK never sees it
+    app = guard_origin_and_host(_bearer_guard(checked, principals), origins)
     config.bind = [f"fd://{sock.detach()}"]
     shutdown = anyio.Event()
     served = anyio.Event()

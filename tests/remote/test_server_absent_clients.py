@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, final
 
 import anyio
@@ -23,6 +24,7 @@ from httpx_ws import aconnect_ws
 
 from subagents.agents.reference import ReferenceAgent
 from subagents.remote import AgentBackend, AgentLink, ServerLimits, agent_command, in_process_agent
+from tests.remote._serve_processes import serve_processes
 from tests.remote._server_helpers import (
     REFERENCE,
     WAIT,
@@ -278,3 +280,34 @@ async def test_one_client_cannot_take_every_connection() -> None:
     assert "too many connections" in refused.json()["error"]
     assert other.status_code == 200
     assert count == 81
+
+
+async def test_the_command_line_sets_the_client_grace_and_the_per_principal_limit(
+    tmp_path: Path,
+) -> None:
+    """Issue 34: ``serve --listen --client-grace S --max-connections-per-principal N``: with
+    N connections of one client open (their streams read), one more is refused (503); once
+    their streams are gone for S seconds they are ended, and the client is served again."""
+    options = ("--client-grace", str(SMALL_GRACE), "--max-connections-per-principal", "2")
+    async with (
+        serve_processes(tmp_path, 1, *options, agent=REFERENCE) as [server],
+        http_client() as http,
+    ):
+        async with AsyncExitStack() as streams:
+            for _ in range(2):
+                client = RawClient(http, server.url)
+                await client.initialize()
+                await streams.enter_async_context(client.stream())
+            refused = await http.post(server.url, json=initialize_request(3))
+
+        async def connections() -> int:
+            count: int = (await http.get(server.health_url)).json()["connections"]
+            return count
+
+        with anyio.fail_after(WAIT):
+            while await connections():  # noqa: ASYNC110 - the server's state, polled
+                await anyio.sleep(0.05)
+        again = await http.post(server.url, json=initialize_request(4))
+    assert refused.status_code == 503
+    assert "too many connections of one client" in refused.json()["error"]
+    assert again.status_code == 200

@@ -28,11 +28,14 @@ __all__ = ("run_a2a",)
 
 @dataclass(frozen=True, slots=True)
 class _Bounds:
-    """The options bounding a server: turns at once, terminal tasks kept, drain seconds."""
+    """The options bounding a server: turns at once, terminal tasks kept, drain seconds,
+    the largest request body, the bytes of the tasks kept."""
 
     max_tasks: int
     max_stored_tasks: int
     drain_timeout: float
+    max_message_bytes: int
+    max_stored_task_bytes: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +74,10 @@ def run_a2a(args: argparse.Namespace) -> int:
             raise ServeConfigError("--max-tasks must be at least 1")
         if args.max_stored_tasks < 1:
             raise ServeConfigError("--max-stored-tasks must be at least 1")
+        if args.max_message_bytes < 1:
+            raise ServeConfigError("--max-message-bytes must be at least 1")
+        if args.max_stored_task_bytes < 1:
+            raise ServeConfigError("--max-stored-task-bytes must be at least 1")
         agents = load_agents([Path(p) for p in args.config])
         spec = agents.get(args.a2a_agent)
         if spec is None:
@@ -88,7 +95,13 @@ def run_a2a(args: argparse.Namespace) -> int:
             host,
             port,
             token,
-            _Bounds(args.max_tasks, args.max_stored_tasks, args.drain_timeout),
+            _Bounds(
+                args.max_tasks,
+                args.max_stored_tasks,
+                args.drain_timeout,
+                args.max_message_bytes,
+                args.max_stored_task_bytes,
+            ),
             args.public_url,
             _Tls(args.tls_cert, args.tls_key),
             (args.allow_origin, args.allow_host),
@@ -127,6 +140,8 @@ async def _serve(
                 drain_timeout=bounds.drain_timeout,
                 public_url=public_url,
                 max_stored_tasks=bounds.max_stored_tasks,
+                max_message_bytes=bounds.max_message_bytes,
+                max_stored_task_bytes=bounds.max_stored_task_bytes,
                 tls_certfile=tls.cert,
                 tls_keyfile=tls.key,
                 allowed_origins=allowed[0],

@@ -163,10 +163,18 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         "--max-sessions", type=int, default=32, help="sessions per connection (default: 32)"
     )
     remote.add_argument(
+        "--max-connections-per-principal",
+        type=int,
+        metavar="N",
+        help="connections one principal (without tokens: one client address) may hold, so "
+        "one client cannot lock the others out (default: --max-connections less an eighth)",
+    )
+    remote.add_argument(
         "--max-message-bytes",
         type=int,
         default=4 * 1024 * 1024,
-        help="the largest message either way (default: 4 MiB)",
+        help="the largest message either way; with --a2a, the largest request body "
+        "(beyond: 413; default: 4 MiB)",
     )
     remote.add_argument(
         "--idle-timeout",
@@ -174,6 +182,22 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         default=300.0,
         metavar="S",
         help="close a connection with no request and no open stream for S seconds (default: 300)",
+    )
+    remote.add_argument(
+        "--client-grace",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="with --listen: an HTTP client with no stream open and no request for S seconds "
+        "is gone: its turns are cancelled and its agent stopped (default: 10)",
+    )
+    remote.add_argument(
+        "--handshake-grace",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="with --listen: end a connection whose initialize is followed by no stream and "
+        "no request for S seconds (default: 10)",
     )
     remote.add_argument(
         "--drain-timeout",
@@ -229,6 +253,14 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         metavar="N",
         help="with --a2a: finished tasks kept for GetTask, the least recently used forgotten "
         "first (default: 1000); input-required ones idle an hour are forgotten too",
+    )
+    a2a.add_argument(
+        "--max-stored-task-bytes",
+        type=int,
+        default=256 * 1024 * 1024,
+        metavar="N",
+        help="with --a2a: the bytes all stored tasks may hold together, the least recently "
+        "used finished ones forgotten first, running ones never (default: 256 MiB)",
     )
     remote.add_argument(
         "agent",
@@ -416,6 +448,9 @@ def _limits(args: argparse.Namespace) -> ServerLimits:
             max_message_bytes=args.max_message_bytes,
             idle_timeout=args.idle_timeout,
             drain_timeout=args.drain_timeout,
+            client_grace=args.client_grace,
+            handshake_grace=args.handshake_grace,
+            max_connections_per_principal=args.max_connections_per_principal,
         )
     except ValueError as exc:
         raise ServeConfigError(str(exc)) from exc

@@ -88,6 +88,7 @@ from ..providers.contract import (
 )
 from ..providers.output_schema import check_output_schema, output_instructions
 from ..providers.progress import ProgressFeed
+from ._body_limit import DEFAULT_BODY_LIMIT, limit_body
 from ._envelope import check_envelopes
 from ._origin import OriginPolicy, guard_origin_and_host
 from .server import (  # the ACP server's listener and host rules, shared
@@ -573,6 +574,8 @@ async def serve_a2a_http(
     public_url: str | None = None,
     max_stored_tasks: int = 1000,
     interrupted_timeout: float = 3600.0,
+    max_message_bytes: int = DEFAULT_BODY_LIMIT,
+    max_stored_task_bytes: int | None = 256 * 1024 * 1024,
     tls_certfile: str | os.PathLike[str] | None = None,
     tls_keyfile: str | os.PathLike[str] | None = None,
     allowed_origins: Iterable[str] = (),
@@ -600,6 +603,11 @@ async def serve_a2a_http(
     first; at least 1), and an input-required or auth-required task idle for
     ``interrupted_timeout`` seconds is evicted (the SDK releases its waiting turn then too):
     see :mod:`subagents.remote.a2a_tasks`. ``ValueError`` when either is out of range.
+    The stored tasks together hold at most ``max_stored_task_bytes`` (serialized; the least
+    recently used finished ones evicted first, running ones never; ``None``: no bound).
+
+    A request body longer than ``max_message_bytes`` is answered 413 and never reaches the
+    SDK (the bound of ``serve --listen``'s messages, 4 MiB by default).
 
     As :func:`~subagents.remote.serve_acp_http`, a request from a web page (with an
     ``Origin``) is refused (403) unless its origin is in ``allowed_origins``, and one whose
@@ -608,6 +616,8 @@ async def serve_a2a_http(
     :mod:`subagents.remote._origin`.
     """
     principals = check_listen_address(host, token)
+    if max_message_bytes < 1:
+        raise ValueError("max_message_bytes must be at least 1")
     origins = OriginPolicy.make(
         bound_host=host,
         public_url=public_url,
@@ -626,7 +636,11 @@ async def serve_a2a_http(
         from .a2a_tasks import BoundedTaskStore
     except ImportError as exc:
         raise ImportError(f"serving A2A needs the a2a extra: {A2A_EXTRA_HINT}") from exc
-    store = BoundedTaskStore(max_stored_tasks, interrupted_timeout=interrupted_timeout)
+    store = BoundedTaskStore(
+        max_stored_tasks,
+        interrupted_timeout=interrupted_timeout,
+        max_bytes=max_stored_task_bytes,
+    )
     config = Config()
     config.errorlog = logging.getLogger("subagents.remote.a2a.hypercorn")
     config.accesslog = None
@@ -653,6 +667,7 @@ async def serve_a2a_http(
     routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/")]
     checked = check_envelopes(Starlette(routes=routes))  # bad JSON-RPC: 400, SDK never sees it
     app = guard_origin_and_host(_bearer_guard(checked, principals), origins)
+    app = limit_body(app, max_message_bytes)  # a body too long: 413, before anything else
     config.bind = [f"fd://{sock.detach()}"]
     shutdown = anyio.Event()
     served = anyio.Event()

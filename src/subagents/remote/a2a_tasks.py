@@ -15,6 +15,11 @@ themselves are held by an ``InMemoryTaskStore`` inside: deep copies in and out, 
   come back: one idle (neither saved nor read) for ``interrupted_timeout`` seconds is evicted,
   and at most ``max_terminal`` of them are kept (the least recently used evicted first). Idle
   ones are found at each call of the store (no timer runs).
+- **Bytes**: a task holds its whole history and artifacts (each message up to the server's
+  body limit). While the stored tasks together exceed ``max_bytes`` (their serialized size),
+  the least recently used terminal task is evicted, then the least recently used interrupted
+  one; running tasks are never evicted (the executor bounds how many run, the body limit what
+  each message adds).
 
 An evicted task is gone: ``get`` answers ``None``, so the SDK's request handler answers its
 usual "task not found" error. Tasks are scoped by owner (``owner_resolver``, the SDK's
@@ -37,6 +42,7 @@ from a2a.types import ListTasksRequest, ListTasksResponse, Task, TaskState
 __all__ = (
     "DEFAULT_INTERRUPTED_TIMEOUT",
     "DEFAULT_MAX_STORED_TASKS",
+    "DEFAULT_MAX_STORED_TASK_BYTES",
     "INTERRUPTED_STATES",
     "TERMINAL_STATES",
     "BoundedTaskStore",
@@ -46,6 +52,8 @@ DEFAULT_MAX_STORED_TASKS: Final = 1000
 """How many terminal (and how many interrupted) tasks are kept unless told otherwise."""
 DEFAULT_INTERRUPTED_TIMEOUT: Final = 3600.0
 """Seconds an input-required or auth-required task may sit idle before it is evicted."""
+DEFAULT_MAX_STORED_TASK_BYTES: Final = 256 * 1024 * 1024
+"""The bytes all stored tasks may hold together unless told otherwise (256 MiB)."""
 
 TERMINAL_STATES: Final = frozenset(
     {
@@ -78,7 +86,9 @@ class BoundedTaskStore(TaskStore):
     terminal tasks, and interrupted tasks used in the last ``interrupted_timeout`` seconds (at
     most ``max_terminal`` of them); see the module docstring for the rules.
 
-    ``clock`` gives the time in seconds (monotonic); ``owner_resolver`` names a call's owner.
+    ``max_bytes`` bounds the serialized size of all stored tasks together (``None``: no
+    bound). ``clock`` gives the time in seconds (monotonic); ``owner_resolver`` names a
+    call's owner.
     """
 
     def __init__(
@@ -86,6 +96,7 @@ class BoundedTaskStore(TaskStore):
         max_terminal: int = DEFAULT_MAX_STORED_TASKS,
         *,
         interrupted_timeout: float = DEFAULT_INTERRUPTED_TIMEOUT,
+        max_bytes: int | None = DEFAULT_MAX_STORED_TASK_BYTES,
         owner_resolver: OwnerResolver = resolve_user_scope,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -93,7 +104,10 @@ class BoundedTaskStore(TaskStore):
             raise ValueError("max_terminal must be at least 1")
         if interrupted_timeout <= 0:
             raise ValueError("interrupted_timeout must be greater than 0")
+        if max_bytes is not None and max_bytes < 1:
+            raise ValueError("max_bytes must be at least 1")
         self.max_terminal = max_terminal
+        self.max_bytes = max_bytes
         self.interrupted_timeout = interrupted_timeout
         self.owner_resolver = owner_resolver
         self._clock = clock
@@ -103,6 +117,9 @@ class BoundedTaskStore(TaskStore):
         """Least recently used first."""
         self._interrupted: OrderedDict[_Key, float] = OrderedDict()
         """Key -> when last used; least recently used first."""
+        self._sizes: dict[_Key, int] = {}
+        """Key -> the stored task's serialized size."""
+        self._bytes = 0
 
     @property
     def running(self) -> int:
@@ -118,6 +135,11 @@ class BoundedTaskStore(TaskStore):
     def interrupted(self) -> int:
         """How many interrupted tasks are stored."""
         return len(self._interrupted)
+
+    @property
+    def bytes(self) -> int:
+        """The serialized size of the stored tasks together."""
+        return self._bytes
 
     def __len__(self) -> int:
         return len(self._running) + len(self._terminal) + len(self._interrupted)
@@ -136,6 +158,8 @@ class BoundedTaskStore(TaskStore):
             self._interrupted[key] = self._clock()
         else:
             self._running.add(key)
+        self._sizes[key] = size = task.ByteSize()
+        self._bytes += size
         await self._evict()
 
     async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
@@ -172,6 +196,7 @@ class BoundedTaskStore(TaskStore):
         self._running.discard(key)
         self._terminal.pop(key, None)
         self._interrupted.pop(key, None)
+        self._bytes -= self._sizes.pop(key, 0)
 
     async def _evict(self) -> None:
         """Drop terminal tasks past the bound, then interrupted ones past the bound or idle
@@ -188,8 +213,26 @@ class BoundedTaskStore(TaskStore):
             del self._interrupted[key]
             gone.append(key)
         for key in gone:
+            self._bytes -= self._sizes.pop(key, 0)
+        gone += self._evict_bytes()
+        for key in gone:
             if not self._holds(key):  # not saved again meanwhile
                 await self._tasks.delete(key[1], _context(key[0]))
+
+    def _evict_bytes(self) -> list[_Key]:
+        """Forget finished tasks (terminal, then interrupted; least recently used first)
+        while the stored ones exceed ``max_bytes``; the keys forgotten."""
+        gone: list[_Key] = []
+        if self.max_bytes is None:
+            return gone
+        while self._bytes > self.max_bytes and (self._terminal or self._interrupted):
+            if self._terminal:
+                key, _ = self._terminal.popitem(last=False)
+            else:
+                key, _ = self._interrupted.popitem(last=False)
+            self._bytes -= self._sizes.pop(key, 0)
+            gone.append(key)
+        return gone
 
 
 def _context(owner: str) -> ServerCallContext:

@@ -14,7 +14,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, final
+from typing import Any, Final, final
 
 import anyio
 import anyio.abc
@@ -23,7 +23,15 @@ import pytest
 from httpx_ws import aconnect_ws
 
 from subagents.agents.reference import ReferenceAgent
-from subagents.remote import AgentBackend, AgentLink, ServerLimits, agent_command, in_process_agent
+from subagents.remote import (
+    AgentBackend,
+    AgentLink,
+    Principals,
+    ServerLimits,
+    agent_command,
+    in_process_agent,
+    serve_acp_http,
+)
 from tests.remote._serve_processes import serve_processes
 from tests.remote._server_helpers import (
     REFERENCE,
@@ -39,6 +47,8 @@ from tests.remote._server_helpers import (
 pytestmark = pytest.mark.anyio
 
 SMALL_GRACE = 0.3
+ALICE: Final = "alice-Yk3v9Qm7Xr2Lw8Tn5Bz1Hc6Jd4Fg0Ps-Ua_Re7Wi2Ko"
+BOB: Final = "bob-Qz8Wx1Ec4Rv7Tb2Yn5Um9Ik3Ol6Pa0Sd-Fg_Hj1Kl4Zx"
 """The graces of these tests (seconds): small, so that a gone client is seen at once."""
 
 
@@ -311,3 +321,38 @@ async def test_the_command_line_sets_the_client_grace_and_the_per_principal_limi
     assert refused.status_code == 503
     assert "too many connections of one client" in refused.json()["error"]
     assert again.status_code == 200
+
+
+async def test_the_limit_counts_each_principal_apart() -> None:
+    """Issue 34: "per-principal connection limits": with named tokens a connection counts for
+    its principal, whatever its address: alice's third connection is refused (503), bob on
+    the same address is served; a WebSocket counts too."""
+    limits = ServerLimits(max_connections=10, max_connections_per_principal=2)
+    principals = Principals({"alice": ALICE, "bob": BOB})
+    async with (
+        serve_acp_http(in_process_reference(), port=0, token=principals, limits=limits) as server,
+        http_client() as http,
+    ):
+        statuses: dict[str, list[int]] = {"alice": [], "bob": []}
+        for name, token, count in (("alice", ALICE, 3), ("bob", BOB, 1)):
+            for request_id in range(count):
+                response = await http.post(
+                    server.url,
+                    json=initialize_request(request_id),
+                    headers={"Authorization": f"Bearer {token}"},
+                )
+                statuses[name].append(response.status_code)
+        async with (
+            http_client(http2=False) as ws_http,
+            aconnect_ws(
+                server.url,
+                ws_http,
+                headers={"Authorization": f"Bearer {BOB}"},
+                keepalive_ping_interval_seconds=None,
+            ),
+        ):
+            refused = await http.post(
+                server.url, json=initialize_request(9), headers={"Authorization": f"Bearer {BOB}"}
+            )
+    assert statuses == {"alice": [200, 200, 503], "bob": [200]}
+    assert refused.status_code == 503  # bob's WebSocket was his second

@@ -62,12 +62,20 @@ def run_a2a(args: argparse.Namespace) -> int:
     from ..config import ConfigError, load_agents
     from ..providers.factory import UnknownProviderKind
     from ..remote import RemoteServerConfigError, check_listen_address
+    from ..remote._origin import OriginPolicy
     from ..remote.server import configure_tls
     from .serve import ServeConfigError, parse_listen, read_token
 
     try:
         host, port = parse_listen(args.a2a)
         token = check_listen_address(host, read_token(args))
+        # The origins and host names are checked now too, before the agent is built.
+        OriginPolicy.make(
+            bound_host=host,
+            public_url=args.public_url,
+            allowed_origins=args.allow_origin,
+            allowed_hosts=args.allow_host,
+        )
         # The certificate and key are checked now, before the agent is built (as --listen's).
         configure_tls(Config(), args.tls_cert, args.tls_key)
         if args.max_tasks < 1:

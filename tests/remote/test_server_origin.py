@@ -167,3 +167,22 @@ async def test_the_url_client_still_works_without_an_origin(transport: str) -> N
                     session = await agent.new_session(cwd="/tmp")
                     result = await session.run("echo hello")
             assert result.stop_reason == "end_turn"
+
+
+async def test_the_servers_own_origin_is_served_and_another_local_port_is_not() -> None:
+    """Issue 34: a client library that sends the server's own origin (Python's
+    websocket-client does: ``Origin: http://127.0.0.1:PORT``, the ``Host`` it connects to) is
+    served, as no page can carry that origin (the server serves none); a page of another local
+    server (``http://127.0.0.1:3000``, a dev server's) is refused."""
+    async with serving(CountingBackend()) as server, http_client(http2=False) as http:
+        own = f"http://127.0.0.1:{server.port}"
+        async with aconnect_ws(
+            server.url, http, headers={"Origin": own}, keepalive_ping_interval_seconds=None
+        ) as ws:
+            await ws.send_json(initialize_request(5))
+            answer = await ws.receive_json(timeout=WAIT)
+        other = await http.post(
+            server.url, json=initialize_request(), headers={"Origin": "http://127.0.0.1:3000"}
+        )
+    assert answer["id"] == 5
+    assert other.status_code == 403

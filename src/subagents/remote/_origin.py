@@ -9,7 +9,10 @@ server MUST validate ``Origin`` for exactly these):
   ``http://127.0.0.1:PORT/`` or open a WebSocket to it (a WebSocket upgrade is not held back by
   CORS) and have the served agent run commands. Browsers send ``Origin`` on those requests;
   programs (the SDKs' clients, curl) do not. A request carrying an ``Origin`` that is not
-  listed (``allowed_origins``) is refused with 403; one without ``Origin`` is served.
+  listed (``allowed_origins``) is refused with 403; one without ``Origin`` is served, and so
+  is one whose ``Origin`` is the server itself at an IP address or ``localhost`` (the ``Host``
+  it was sent to: some WebSocket libraries send that, and no page can, as the server serves
+  none).
 - **DNS rebinding.** A page at ``http://evil.example:PORT`` whose name the attacker then
   points at 127.0.0.1 reaches the local server as the page's own origin (no ``Origin`` on a
   GET): its requests carry ``Host: evil.example:PORT``. A ``Host`` whose name is not an IP
@@ -137,7 +140,7 @@ class OriginPolicy:
                 origin = value.decode("latin-1")
             elif key == b"host":
                 host = value.decode("latin-1")
-        if origin is not None and _normalize_origin(origin.strip()) not in self.allowed_origins:
+        if origin is not None and not self._origin_ok(origin, host, scope.get("scheme")):
             return FORBIDDEN, (
                 f"requests from web pages are refused (Origin: {origin[:200]}); the operator "
                 "may allow an origin with --allow-origin"
@@ -148,6 +151,27 @@ class OriginPolicy:
             f"this server does not answer for Host: {host[:200]} (a DNS rebinding guard); the "
             "operator may allow that name with --allow-host"
         )
+
+    def _origin_ok(self, origin: str, host: str | None, scheme: str | None) -> bool:
+        """Whether ``origin`` is listed, or is the server itself at a loopback name or an IP
+        address (some WebSocket libraries send that; only a page this server served, and it
+        serves none, could send it from a browser)."""
+        normalized = _normalize_origin(origin.strip())
+        if normalized is None:
+            return False
+        if normalized in self.allowed_origins:
+            return True
+        if host is None:
+            return False
+        parts = urlsplit(normalized)
+        name = parts.hostname or ""
+        if not (name in _LOOPBACK_NAMES or _is_ip(name)):
+            return False
+        host_name = _host_name(host)
+        _, colon, host_port = host.rpartition(":") if not host.endswith("]") else ("", "", "")
+        default = _DEFAULT_PORTS.get(scheme or "http", 80)
+        port = int(host_port) if colon and host_port.isdigit() else default
+        return host_name == name and (parts.port or _DEFAULT_PORTS.get(parts.scheme)) == port
 
     def _host_ok(self, host: str) -> bool:
         if ANY_HOST in self.allowed_hosts:

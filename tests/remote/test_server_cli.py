@@ -14,6 +14,7 @@ import anyio.abc
 import pytest
 
 from subagents.cli import main
+from subagents.protocol.acp_remote import DRAINING_METHOD
 from tests.remote._server_helpers import TOKEN, WAIT, RawClient, http_client, prompt_request
 
 SERVE = [sys.executable, "-m", "subagents", "serve"]
@@ -59,7 +60,9 @@ async def test_sigterm_drains_the_turn_and_reaps_the_agent(tmp_path: Path) -> No
                         process.send_signal(signal.SIGTERM)
                         _, answer = await session_events.until_answer(3)
                         assert await session_events.rest() == []
-                    assert await events.rest() == []
+                    # Issue 34: the drain's notification (why the connection ends), then the end.
+                    drained = [message.get("method") for message in await events.rest()]
+                    assert drained == [DRAINING_METHOD]
             with anyio.fail_after(WAIT):
                 returncode = await process.wait()
         finally:

@@ -9,6 +9,7 @@ import sys
 import anyio
 import pytest
 
+from subagents.protocol.acp_remote import DRAINING_METHOD
 from subagents.remote import (
     RemoteServer,
     RemoteServerConfigError,
@@ -144,7 +145,9 @@ async def test_leaving_the_server_cancels_turns_and_delivers_their_answers() -> 
                     tg.start_soon(server.drain)
                     before, answer = await session_events.until_answer(3)
                     assert await session_events.rest() == []
-                assert await events.rest() == []
+                # Issue 34: the drain's notification (why the connection ends), then the end.
+                drained = [message.get("method") for message in await events.rest()]
+                assert drained == [DRAINING_METHOD]
     assert answer["result"]["stopReason"] == "cancelled"
     assert any("cancelled after" in str(m) for m in before)
     assert not alive(pid)

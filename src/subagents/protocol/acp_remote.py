@@ -35,8 +35,10 @@ from subagents.protocol.jsonrpc import JsonValue
 
 __all__ = (
     "ACCEPT_SSE",
+    "CANCEL_REASON_META",
     "CONNECTION_HEADER",
     "CONNECTION_SCOPED_METHODS",
+    "DRAINING_METHOD",
     "ENDPOINT_PATH",
     "PROTOCOL_VERSION_HEADER",
     "SESSION_HEADER",
@@ -62,6 +64,14 @@ class ServerDrainingError(Exception):
         self.reason = reason
 
 
+CANCEL_REASON_META: Final = "subagents/cancelReason"
+"""The ``_meta`` key of a ``session/prompt`` answer ``cancelled`` by the server itself (its
+drain, say) rather than by the client: why, in words (``subagents serve --listen`` sets it)."""
+DRAINING_METHOD: Final = "_subagents/draining"
+"""An ACP extension notification (``params``: ``{"reason": ...}``) ``subagents serve --listen``
+sends on every connection (its connection-scoped stream, or its WebSocket) as its drain
+begins, before it cancels the turns and ends the streams: the URL client learns that what
+fails next fails because of the drain. Other clients ignore it (an unknown ``_`` method)."""
 ENDPOINT_PATH: Final = "/acp"
 CONNECTION_HEADER: Final = "Acp-Connection-Id"
 SESSION_HEADER: Final = "Acp-Session-Id"

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, cast, final
 
 import anyio
 
-from ..protocol.acp_remote import ServerDrainingError, is_agent_url
+from ..protocol.acp_remote import CANCEL_REASON_META, ServerDrainingError, is_agent_url
 from ..protocol.jsonrpc import JsonValue
 from ..rpc import ConnectionClosedError, RPCError
 from ..transports import TurnOverflowError
@@ -106,9 +106,11 @@ class AcpRun(ChildRun["AcpProvider"]):
                 session = await agent.new_session(provider.cwd)
                 self.session_id = session.session_id
                 self._publish()
-                await self._conclude(
-                    await run_turn(session, self.child_id, request.prompt, cancel, self._feed)
-                )
+                outcome = await run_turn(session, self.child_id, request.prompt, cancel, self._feed)
+                if provider.url is not None and isinstance(outcome.cause, ConnectionClosedError):
+                    # A remote connection lost: out of the block, which names a drain as such.
+                    raise outcome.cause
+                await self._conclude(outcome)
         except ServerDrainingError as exc:
             if not self.published:
                 raise  # start_error_code: cancelled
@@ -463,7 +465,9 @@ async def run_turn(
     if reason == "end_turn":
         return SubagentOutcome.completed(child_id, "".join(text))
     if reason == "cancelled":
-        return SubagentOutcome.cancelled(child_id, cancel.reason or "cancelled")
+        said = (response.meta or {}).get(CANCEL_REASON_META)
+        server = f"cancelled by the server: {said}" if isinstance(said, str) and said else None
+        return SubagentOutcome.cancelled(child_id, cancel.reason or server or "cancelled")
     if reason == "refusal":
         return SubagentOutcome.failed(child_id, "prompt", "the agent refused the prompt")
     return SubagentOutcome.failed(child_id, "turn", f"the turn stopped early: {reason}")

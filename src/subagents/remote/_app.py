@@ -55,7 +55,7 @@ from ._connections import (
     RemoteConnection,
     ServerLimits,
 )
-from ._drain import DRAINING_REASON, RETRY_AFTER, draining_answer
+from ._drain import DRAINING_REASON, RETRY_AFTER, draining_answer, draining_notification
 from ._envelope import BadMessage, decode_message
 from ._reaping import ClientKeys, client_key, reap_absent, reap_tick
 
@@ -186,6 +186,7 @@ class ConnectionHub:
         self.draining = True
         conns = list(self.connections.values())
         for conn in conns:
+            conn.outlet.put_nowait(draining_notification())  # the client learns why, first
             conn.stop(DRAINING_REASON, drain=True)  # a WebSocket closes saying so
         with anyio.move_on_after(self.limits.drain_timeout + DELETE_WAIT):
             for conn in conns:

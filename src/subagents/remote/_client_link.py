@@ -27,6 +27,7 @@ from typing import Final, cast
 import anyio
 import anyio.abc
 
+from ..protocol.acp_remote import DRAINING_METHOD
 from ..protocol.jsonrpc import JsonValue
 
 __all__ = (
@@ -133,7 +134,13 @@ class MessageLink(anyio.abc.ByteStream):
 
     async def push_text(self, text: str) -> None:
         """Push one JSON-RPC message received as text, on one line (the peer parses it and
-        reports what is not JSON; a message spread over lines is re-encoded on one)."""
+        reports what is not JSON; a message spread over lines is re-encoded on one). The
+        server's drain notification (:data:`~subagents.protocol.acp_remote.DRAINING_METHOD`)
+        is kept here: the link is :attr:`draining` from then on."""
+        if DRAINING_METHOD in text and _is_draining_notification(text):
+            self.draining = True
+            logger.info("%s: the server drains", self.url)
+            return
         if "\n" in text or "\r" in text:
             try:
                 message: JsonValue = json.loads(text)
@@ -163,6 +170,14 @@ class MessageLink(anyio.abc.ByteStream):
         self.closing = True
         self._inbound_in.close()
         self._inbound.close()
+
+
+def _is_draining_notification(text: str) -> bool:
+    try:
+        value: JsonValue = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(value, dict) and value.get("method") == DRAINING_METHOD and "id" not in value
 
 
 def is_message(value: object) -> bool:

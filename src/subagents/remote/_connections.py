@@ -34,6 +34,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from ..protocol.acp_remote import CONNECTION_SCOPED_METHODS, RequestScopes, session_id_of
 from ..protocol.framing import END_OF_STREAM, NEED_DATA, LineSplitter, OversizedLine
 from ..protocol.jsonrpc import ErrorCode, JsonValue
+from ._drain import note_cancel_reason
 from ._reaping import Presence
 
 if TYPE_CHECKING:
@@ -408,6 +409,8 @@ class RemoteConnection:
                 self._listing.discard(listed)
                 if self.guard.filter_listing(self, message):  # pyright: ignore[reportUnknownArgumentType]
                     text = _dumps(message)  # pyright: ignore[reportUnknownArgumentType]
+        if self._drain:  # a turn the drain cancelled says so (its answer's _meta)
+            text = note_cancel_reason(message, text, self.stop_reason)  # pyright: ignore[reportUnknownArgumentType]
         outlet = self._route(message)  # pyright: ignore[reportUnknownArgumentType]
         if outlet is None:
             return True

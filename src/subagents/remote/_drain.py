@@ -18,10 +18,12 @@ drain as the cause (a run still starting there settles ``cancelled``), never a 4
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Final
 
 import anyio
 
+from ..protocol.acp_remote import CANCEL_REASON_META, DRAINING_METHOD
 from ..protocol.jsonrpc import ErrorCode, JsonValue
 
 __all__ = (
@@ -29,7 +31,9 @@ __all__ = (
     "DRAINING_REASON",
     "RETRY_AFTER",
     "draining_answer",
+    "draining_notification",
     "is_draining_refusal",
+    "note_cancel_reason",
     "wait_notice",
 )
 
@@ -53,6 +57,12 @@ def draining_answer(request_id: JsonValue) -> dict[str, JsonValue]:
     }
 
 
+def draining_notification() -> str:
+    """The :data:`~subagents.protocol.acp_remote.DRAINING_METHOD` notification, as text."""
+    message = {"jsonrpc": "2.0", "method": DRAINING_METHOD, "params": {"reason": DRAINING_REASON}}
+    return json.dumps(message, separators=(",", ":"))
+
+
 def is_draining_refusal(status: int, body: bytes) -> bool:
     """Whether an HTTP answer is a draining server's refusal (503, a JSON-RPC error whose
     ``data`` says ``draining``, or a plain ``{"error": ...}`` naming the drain)."""
@@ -69,6 +79,22 @@ def is_draining_refusal(status: int, body: bytes) -> bool:
         data = error.get("data")
         return isinstance(data, dict) and data.get("draining") is True
     return error == DRAINING_REASON
+
+
+def note_cancel_reason(message: Mapping[str, JsonValue], text: str, reason: str) -> str:
+    """``text`` (the agent's ``message``), with ``reason`` in its ``_meta`` when it is the
+    answer ``cancelled`` of a turn (the drain cancelled it: the client names the drain, not
+    a bare "cancelled"); anything else unchanged."""
+    result = message.get("result")
+    if "method" in message or not isinstance(result, dict):
+        return text
+    if result.get("stopReason") != "cancelled":
+        return text
+    meta = result.get("_meta")
+    noted: dict[str, JsonValue] = {**(meta if isinstance(meta, dict) else {})}
+    noted[CANCEL_REASON_META] = reason
+    answer = {**message, "result": {**result, "_meta": noted}}
+    return json.dumps(answer, separators=(",", ":"), ensure_ascii=False)
 
 
 async def wait_notice(notice: float) -> None:

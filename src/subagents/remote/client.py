@@ -36,7 +36,7 @@ from ..protocol import acp
 from ..protocol.acp_remote import ServerDrainingError, agent_url
 from ..protocol.errors import RemoteProtocolError
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
-from ..rpc import ConnectionClosedError
+from ..rpc import ConnectionClosedError, RPCError
 from ..transports.acp_client import (
     AgentConnection,
     AgentStartupError,
@@ -162,10 +162,12 @@ async def connect_agent_url(
         ):
             connected = True
             yield connection
-    except ConnectionClosedError as exc:
+    except (ConnectionClosedError, RPCError) as exc:
+        # What failed because the server drains (it said so) names the drain.
         if link is None or not link.draining:
             raise
-        raise ServerDrainingError(link.failure or exc.reason) from exc
+        why = link.failure if link.failure and "draining" in link.failure else None
+        raise ServerDrainingError(why or f"the server at {endpoint} is draining: {exc}") from exc
     except AgentStartupError as exc:
         if connected or link is None or link.failure is None:
             raise

@@ -52,6 +52,9 @@ GROUPS: dict[str, str] = {
     "tests/remote/test_client_sdk_server.py": "sdk-server",
     # One `subagents serve --listen` (a subprocess) for the provider kit's checks.
     "tests/remote/test_client_provider_kit.py": "served-reference",
+    # One HAProxy in front of three `subagents serve --listen` (subprocesses) for the tests
+    # that leave them running.
+    "tests/remote/test_haproxy.py": "haproxy",
     # One A2A server (a subprocess) for the A2A provider kit's checks.
     "tests/a2a/test_a2a_provider_kit.py": "a2a-kit-server",
     "tests/a2a/test_a2a_provider.py": "a2a-provider-server",

@@ -28,7 +28,7 @@ import pytest
 from subagents.conformance.framework import Options
 from subagents.conformance.remote import JUDGE_THE_BRIDGE, bridge_command
 from subagents.conformance.runner import Status, SuiteReport, run_suite
-from subagents.remote import agent_command, serve_acp_http
+from subagents.remote import ClientMcpPolicy, agent_command, serve_acp_http
 
 from .conftest import REFERENCE, run_conformance
 
@@ -76,7 +76,10 @@ async def test_the_reference_agent_gets_the_same_verdicts_over_http_and_websocke
     (the reference agent is conformant both ways); the report says it went through the
     bridge."""
     transport = backend_and_transport[1]
-    async with serve_acp_http(agent_command(REFERENCE), port=0) as server:
+    # The suite hands the agent its own MCP servers: a stdio probe run by this Python, and
+    # http and sse servers on ephemeral loopback ports (issue 34: allowed by the operator).
+    policy = ClientMcpPolicy.allowing([sys.executable], ["http://127.0.0.1:*"])
+    async with serve_acp_http(agent_command(REFERENCE), port=0, client_mcp=policy) as server:
         url = server.websocket_url if transport == "ws" else server.url
         started = time.monotonic()
         report = await run_suite(Options(command=bridge_command(url), cwd=tmp_path))

@@ -150,6 +150,20 @@ def test_an_allowed_url_matches_by_origin_and_path_segments(url: str, allowed: b
     assert (policy.refusal("session/new", params) is None) == allowed
 
 
+def test_an_allowed_url_with_port_star_admits_any_port() -> None:
+    """Issue 34: ``http://127.0.0.1:*`` admits that host on any port (a local MCP server on
+    an ephemeral port), not another host or scheme."""
+    policy = ClientMcpPolicy.allowing(urls=["http://127.0.0.1:*"])
+    for url, allowed in (
+        ("http://127.0.0.1:41234/mcp", True),
+        ("http://127.0.0.1/sse", True),
+        ("http://localhost:41234/mcp", False),
+        ("https://127.0.0.1:41234/mcp", False),
+    ):
+        params: JsonValue = {"mcpServers": [http_entry(url)]}
+        assert (policy.refusal("session/new", params) is None) == allowed, url
+
+
 def test_a_stdio_command_is_allowed_only_by_its_exact_name() -> None:
     """Issue 34: commands are allowed exactly as the client names them."""
     policy = ClientMcpPolicy.allowing(commands=["/usr/bin/mcp-fs"])

@@ -12,7 +12,7 @@ and reaching its internal network, so every entry is refused unless the operator
   environment are the client's, so allow only programs that cannot be turned into a shell;
 - an http or sse entry is allowed when its URL has an allowed URL's scheme, host and port, and
   its path is that URL's path or below it (segment by segment; ``.`` and ``..`` segments are
-  refused);
+  refused); an allowed URL whose port is ``*`` (``http://127.0.0.1:*``) admits any port;
 - any other entry is refused.
 
 A request with one entry refused is refused whole (JSON-RPC ``-32602``, naming the entry and
@@ -54,7 +54,7 @@ class ClientMcpPolicy:
             raise ValueError("an allowed MCP command is empty")
         checked: list[str] = []
         for url in urls:
-            parts = _split(url)
+            parts = _split(_any_port(url) or url)
             if parts is None:
                 raise ValueError(
                     f"allowed MCP URL {url!r}: expected an http:// or https:// URL with a host"
@@ -108,13 +108,30 @@ class ClientMcpPolicy:
         if any(part in (".", "..") for part in segments):
             return False
         for allowed_url in self.urls:
-            allowed = _split(allowed_url)
-            if allowed is None or _origin(allowed) != _origin(wanted):
+            any_port = _any_port(allowed_url)
+            allowed = _split(any_port or allowed_url)
+            if allowed is None:
+                continue
+            if any_port is not None:
+                if _origin(allowed)[:2] != _origin(wanted)[:2]:
+                    continue
+            elif _origin(allowed) != _origin(wanted):
                 continue
             base = allowed.path.rstrip("/")
             if wanted.path == base or wanted.path.startswith(base + "/") or not base:
                 return True
         return False
+
+
+def _any_port(url: str) -> str | None:
+    """``url`` without its port when the port is ``*`` (any port), else ``None``."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    if not parts.netloc.endswith(":*"):
+        return None
+    return parts._replace(netloc=parts.netloc[:-2]).geturl()
 
 
 def _split(url: str) -> SplitResult | None:

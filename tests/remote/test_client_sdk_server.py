@@ -132,13 +132,15 @@ async def test_a_permission_request_is_answered_on_its_session(
             assert texts(updates) == [f"outcome: {outcome}"]
 
 
-async def test_streamable_http_speaks_http2_with_prior_knowledge_on_http(
+async def test_streamable_http_speaks_http2_with_prior_knowledge_on_http_when_asked(
     server: SdkServer,
 ) -> None:
     """RFD "Requires HTTP/2": over ``http://`` the client speaks h2c (prior knowledge) to a
-    server that does (Hypercorn); ``http2=False`` stays on HTTP/1.1 and works too."""
+    server that does (Hypercorn) when asked (``http2=True``); by default, and with
+    ``http2=False``, HTTP/1.1, which works too (Issue 34: "the plain-http:// client speaks
+    HTTP/1.1 unless told otherwise")."""
     with anyio.fail_after(BOUND):
-        for http2, version in ((None, "HTTP/2"), (False, "HTTP/1.1")):
+        for http2, version in ((True, "HTTP/2"), (None, "HTTP/1.1"), (False, "HTTP/1.1")):
             async with (
                 open_http_link(server.http_url, http2=http2) as link,
                 connect_agent_over(link, link, eof_reason=link.reason) as agent,

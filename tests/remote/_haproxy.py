@@ -1,5 +1,7 @@
-"""HAProxy (Debian's 2.6 package) in front of three real ``subagents serve --listen``
-processes, for the load-balancer tests (``tests/remote/test_haproxy.py``).
+"""HAProxy (Debian's 2.6 package), or open-source nginx, in front of three real ``subagents
+serve --listen`` processes, for the load-balancer tests (``tests/remote/test_haproxy.py``,
+``tests/remote/test_nginx.py``; nginx's configuration ``docs/load-balancer/nginx.conf`` gets
+the addresses in place of its placeholders, nginx reading no environment).
 
 The configuration is the README's recipe, the file ``docs/load-balancer/haproxy.cfg`` run as
 it is (the addresses from the environment variables it names). Each instance serves the
@@ -22,7 +24,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +37,7 @@ from tests.remote._server_helpers import TOKEN
 
 REPO: Final = Path(__file__).resolve().parents[2]
 CONFIG: Final = REPO / "docs" / "load-balancer" / "haproxy.cfg"
+NGINX_CONFIG: Final = REPO / "docs" / "load-balancer" / "nginx.conf"
 NAMES: Final = ("a", "b", "c")
 """The instances, as the configuration names them (``server a "${ACP_SERVER_A}"``...)."""
 START_BOUND: Final = 30.0
@@ -146,10 +149,61 @@ def _accepting(address: str) -> bool:
     return False
 
 
+def nginx_command() -> str:
+    """The nginx executable; a test fails (it never skips) when it is missing."""
+    found = shutil.which("nginx") or next(
+        (path for path in ("/usr/sbin/nginx", "/sbin/nginx") if os.path.exists(path)), None
+    )
+    if found is None:
+        pytest.fail(
+            "nginx is not installed: run ./scripts/setup (as root it installs Debian's "
+            "nginx-light package; else: apt-get install nginx-light)"
+        )
+    return found
+
+
+def _haproxy(
+    directory: Path, bind: str, addresses: dict[str, str]
+) -> tuple[list[str], dict[str, str], Path]:
+    """HAProxy's command, environment and log: the recipe's file as it is."""
+    env = {**os.environ, "ACP_LB_BIND": bind}
+    env.update({f"ACP_SERVER_{name.upper()}": addresses[name] for name in NAMES})
+    return [haproxy_command(), "-db", "-f", str(CONFIG)], env, directory / "haproxy.log"
+
+
+def _nginx(
+    directory: Path, bind: str, addresses: dict[str, str]
+) -> tuple[list[str], dict[str, str], Path]:
+    """nginx's command, environment and log: the recipe's file with the addresses in place
+    of its placeholders (nginx reads no environment), run with ``directory`` as its prefix."""
+    text = NGINX_CONFIG.read_text(encoding="utf-8").replace("127.0.0.1:8000", bind)
+    for index, name in enumerate(NAMES, start=1):
+        text = text.replace(f"127.0.0.1:800{index}", addresses[name])
+    (directory / "nginx.conf").write_text(text, encoding="utf-8")
+    (directory / "temp").mkdir(exist_ok=True)
+    command = [nginx_command(), "-p", str(directory), "-c", "nginx.conf", "-g", "daemon off;"]
+    return command, dict(os.environ), directory / "nginx.log"
+
+
 @contextmanager
 def haproxy_fleet(directory: Path) -> Iterator[Fleet]:
     """Three instances and HAProxy in front of them (see the module docstring)."""
-    haproxy = haproxy_command()
+    with _fleet(directory, _haproxy) as fleet:
+        yield fleet
+
+
+@contextmanager
+def nginx_fleet(directory: Path) -> Iterator[Fleet]:
+    """Three instances and nginx in front of them (its access log: ``Fleet.access_log``)."""
+    with _fleet(directory, _nginx) as fleet:
+        yield fleet
+
+
+@contextmanager
+def _fleet(
+    directory: Path,
+    balancer: Callable[[Path, str, dict[str, str]], tuple[list[str], dict[str, str], Path]],
+) -> Iterator[Fleet]:
     instances: dict[str, subprocess.Popen[bytes]] = {}
     logs: dict[str, Path] = {}
     proxy: subprocess.Popen[bytes] | None = None
@@ -177,12 +231,10 @@ def haproxy_fleet(directory: Path) -> Iterator[Fleet]:
                 time.sleep(0.05)
             addresses[name] = found[1]
         bind = f"127.0.0.1:{closed_port()}"
-        env = {**os.environ, "ACP_LB_BIND": bind}
-        env.update({f"ACP_SERVER_{name.upper()}": addresses[name] for name in NAMES})
-        proxy_log = directory / "haproxy.log"
+        command, env, proxy_log = balancer(directory, bind, addresses)
         with proxy_log.open("wb") as out:
             proxy = subprocess.Popen(
-                [haproxy, "-db", "-f", str(CONFIG)],
+                command,
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -191,7 +243,7 @@ def haproxy_fleet(directory: Path) -> Iterator[Fleet]:
             )
         while not _accepting(bind):
             assert proxy.poll() is None, proxy_log.read_text(errors="replace")
-            assert time.monotonic() < deadline, "haproxy does not accept connections"
+            assert time.monotonic() < deadline, f"{command[0]} does not accept connections"
             time.sleep(0.05)
         fleet = Fleet(f"http://{bind}/acp", instances, addresses, proxy_log)
         yield fleet
@@ -202,6 +254,10 @@ def haproxy_fleet(directory: Path) -> Iterator[Fleet]:
         expected = {name: (-signal.SIGKILL if name in fleet.killed else 0) for name in NAMES}
         assert codes == expected, {name: logs[name].read_text(errors="replace") for name in NAMES}
     finally:
+        if proxy is not None and proxy.poll() is None:
+            proxy.send_signal(signal.SIGTERM)  # nginx: a fast shutdown (the pid file removed)
+            with suppress(subprocess.TimeoutExpired):
+                proxy.wait(timeout=STOP_BOUND)
         for process in [*instances.values(), *([proxy] if proxy is not None else [])]:
             if process.poll() is None:
                 process.kill()

@@ -124,6 +124,13 @@ class Fleet:
         """The health checks' verdicts so far: (instance, ``UP``/``DOWN``), in order."""
         return _STATE.findall(self.text())
 
+    def why_down(self, name: str) -> str:
+        """HAProxy's line saying why it first marked instance ``name`` DOWN (empty: never)."""
+        for line in self.text().splitlines():
+            if f"Server subagents/{name} is DOWN" in line:
+                return line
+        return ""
+
     def sigterm(self, name: str) -> None:
         self.instances[name].send_signal(signal.SIGTERM)
 

@@ -210,6 +210,8 @@ async def test_a_draining_instance_is_taken_out_and_its_runs_settle(tmp_path: Pa
         assert len(drained) == 2, outcomes
         assert {o.status for o in drained} == {"cancelled"}, drained
         assert {o.status for o in outcomes.values()} == {"cancelled"}
+        # HAProxy saw the drain on /health (the listener still open), not a refused connection.
+        assert "Layer7 wrong status, code: 503" in fleet.why_down("b"), fleet.why_down("b")
         later = fleet.requests()[mark:]  # no new connection was made on b
         assert [r for r in later if r.server == "b" and r.answered] == [], later
 

@@ -21,7 +21,13 @@ from subagents.cancel import CancelSignal
 from subagents.protocol import acp
 from subagents.protocol.acp_remote import ServerDrainingError
 from subagents.providers.acp import AcpProvider
-from subagents.providers.contract import SubagentError, SubagentErrorCode, SubagentRequest
+from subagents.providers.contract import (
+    SubagentError,
+    SubagentErrorCode,
+    SubagentRequest,
+    SubagentRun,
+)
+from subagents.providers.spread import SpreadProvider
 from subagents.remote import RemoteServer, connect_agent_url, in_process_agent, serve_acp_http
 from subagents.transports.acp_agent import Agent, AgentTurn, ClientConnection
 from tests.remote._server_helpers import WAIT, initialize_request
@@ -164,3 +170,28 @@ async def test_a_turn_the_drain_cancels_settles_cancelled_naming_it(transport: s
                     outcome = await run.result()
     assert outcome.status == "cancelled", outcome
     assert "draining" in outcome.message, outcome
+
+
+async def test_a_spread_start_cut_by_a_drain_goes_on_to_the_next_server() -> None:
+    """Issue 34, with the spread provider ("a server that cannot start it (down, refusing the
+    token, draining) is skipped for the next"): the first server drains while the start's
+    ``session/new`` is in flight there; the start settles on the second server, which
+    completes the run."""
+    SlowToOpen.opening = anyio.Event()
+    with anyio.fail_after(WAIT):
+        async with reference_server(SlowToOpen) as draining, reference_server() as other:
+            members = [AcpProvider(draining.url), AcpProvider(other.url)]
+            async with SpreadProvider("fleet", members) as provider:
+                runs: list[SubagentRun] = []
+
+                async def start() -> None:
+                    request = SubagentRequest("echo hi")
+                    runs.append(await provider.start(request, cancel=CancelSignal()))
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(start)
+                    await SlowToOpen.opening.wait()
+                    await draining.drain()
+                async with runs[0] as run:
+                    outcome = await run.result()
+    assert outcome.status == "completed", outcome

@@ -3,9 +3,11 @@
 Scale-out for remote agents: several ``subagents serve --listen`` servers (or any providers
 that run the same agent) behind one name. Each start goes to the member with the fewest runs
 in flight (ties: the one used longest ago); a member that cannot start the child
-(``START_FAILED``: a server down, a refused token) is skipped for the next one, each tried at
-most once, and only when all of them failed does the start fail, naming every cause. A run
-stays with the member that started it until it settles: its session lives on that server.
+(``START_FAILED``: a server down, a refused token; or ``CANCELLED`` by the member itself, not
+by the caller: a server that drained while the start was on its way) is skipped for the next
+one, each tried at most once, and only when all of them failed does the start fail, naming
+every cause. A run stays with the member that started it until it settles: its session lives
+on that server.
 
 Continuable children are pinned the same way: the remote id a spread continuation reports is
 ``"<member index>:<member's remote id>"``, so a cold resume goes back to the same member (keep
@@ -114,8 +116,11 @@ class SpreadProvider:
     def _by_load(self) -> list[_Member]:
         return sorted(self._members, key=lambda m: (m.busy, m.last_used))
 
-    async def _first_that_starts(self, start: Any, what: str) -> tuple[_Member, Any]:
-        """Try ``start(member)`` on the members, least busy first, until one succeeds."""
+    async def _first_that_starts(
+        self, start: Any, what: str, cancel: CancelSignal
+    ) -> tuple[_Member, Any]:
+        """Try ``start(member)`` on the members, least busy first, until one succeeds (a
+        start the member cancelled itself, ``cancel`` not cancelled, counts as failed)."""
         causes: list[str] = []
         last: SubagentError | None = None
         for member in self._by_load():
@@ -125,7 +130,8 @@ class SpreadProvider:
                 return member, await start(member)
             except SubagentError as exc:
                 member.busy -= 1
-                if exc.code is not SubagentErrorCode.START_FAILED:
+                cancelled_there = exc.code is SubagentErrorCode.CANCELLED and not cancel.cancelled
+                if exc.code is not SubagentErrorCode.START_FAILED and not cancelled_there:
                     raise
                 causes.append(f"{member.provider.name}: {exc.message}")
                 last = exc
@@ -146,7 +152,7 @@ class SpreadProvider:
         async def start(member: _Member) -> SubagentRun:
             return await member.provider.start(request, cancel=cancel)
 
-        member, run = await self._first_that_starts(start, "start the child")
+        member, run = await self._first_that_starts(start, "start the child", cancel)
         return _SpreadRun(run, member)
 
     async def prepare_continuable(
@@ -165,7 +171,7 @@ class SpreadProvider:
                 )
             return await provider.prepare_continuable(request, cancel=cancel)
 
-        member, continuation = await self._first_that_starts(prepare, "start the child")
+        member, continuation = await self._first_that_starts(prepare, "start the child", cancel)
         return _SpreadContinuation(continuation, member)
 
     async def resume_continuable(

@@ -19,7 +19,9 @@ Routing, exactly the RFD's (``docs/spec/acp-streamable-http-websocket.mdx``):
 ``DELETE /acp``       ``Acp-Connection-Id`` (400; unknown 404): the connection ends, its agent
                       is stopped (a process reaped), 202.
 ``GET /health``       200 ``{"status", "connections", "sessions"}``, no token needed
-                      (``/healthz`` too).
+                      (``/healthz`` too); 503 with ``"status": "draining"`` once the server
+                      drains (see :mod:`subagents.remote._drain`: then a request refused for
+                      the drain is 503 with ``Retry-After``, never 404).
 ====================  =====================================================================
 
 With tokens, every ``/acp`` request needs ``Authorization: Bearer <token>`` (401 with

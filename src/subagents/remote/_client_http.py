@@ -141,6 +141,10 @@ class HttpLink(MessageLink):
         self._our_requests: dict[tuple[str, JsonValue], tuple[str, str | None, str | None]] = {}
         """Our requests in flight: method, ``Acp-Session-Id`` sent, ``sessionId`` named."""
         self._session_ready: dict[str, anyio.Event] = {}
+        self._answer_first: dict[str, anyio.Event] = {}
+        """Sessions whose stream was opened for the answer that made them: their messages wait
+        until that answer is handed to the peer (an update before it names a session the
+        client does not know yet)."""
         self._reading: set[str] = set()
         """The streams being read (``"connection"``, ``"session <id>"``)."""
         self._stream_ended = anyio.Event()
@@ -521,29 +525,49 @@ class HttpLink(MessageLink):
         except ValueError:
             await self.push_text(text)
             return
+        if session is not None and (answer := self._answer_first.get(session)) is not None:
+            with anyio.move_on_after(self.timeout):  # the other task hands it over at once
+                await answer.wait()
+            self._answer_first.pop(session, None)
+        handed: anyio.Event | None = None
         if isinstance(message, dict):
-            await self._before_peer(cast(dict[str, JsonValue], message), session)
-        await self.push_text(text)
+            handed = await self._before_peer(cast(dict[str, JsonValue], message), session)
+        try:
+            await self.push_text(text)
+        finally:
+            if handed is not None:
+                handed.set()
 
-    async def _before_peer(self, message: dict[str, JsonValue], session: str | None) -> None:
+    async def _before_peer(
+        self, message: dict[str, JsonValue], session: str | None
+    ) -> anyio.Event | None:
+        """Note what answering ``message`` needs; for the answer that made a session, open the
+        session's stream and return the event to set once the answer is handed over."""
         if "id" not in message:
-            return
+            return None
         if "method" in message:  # the agent's request: its answer goes to the same session
             self._agent_requests.record(message["id"], session_id_of(message) or session)
-            return
+            return None
         ours = self._our_requests.pop(_key(message["id"]), None)
         result = message.get("result")
         if ours is None or not isinstance(result, dict) or self.closing or self.failure:
-            return
+            return None
         method, _, named = ours
         if method in _OPENS_SESSION:  # the server made the session: it must know it
             opened = result.get("sessionId")
             if isinstance(opened, str):
-                await self._open_session(opened)
+                handed = self._answer_first[opened] = anyio.Event()
+                try:
+                    await self._open_session(opened)
+                except BaseException:
+                    handed.set()
+                    raise
+                return handed
         elif method in _ATTACHES_SESSION and named is not None:
             # A server may route the session's messages to the connection's stream instead
             # (404: the official SDK's, which never learns a loaded session).
             await self._open_session(named, missing_ok=True)
+        return None
 
     # -- closing
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import secrets
 import sys
-import uuid
 from pathlib import Path
 from typing import Final
 
@@ -17,7 +16,14 @@ from subagents.remote import Principals, RemoteServerConfigError, agent_command,
 from subagents.remote._principals import TOKEN_HINT, TokenError, check_token, read_token_file
 
 STRONG: Final = "Yk3v9Qm7Xr2Lw8Tn5Bz1Hc6Jd4Fg0Ps-Ua_Re7Wi2Ko"
-WEAK: Final = ("x", "s3cret", "file-token", uuid.uuid4().hex, str(uuid.uuid4()), "a" * 64)
+WEAK: Final = (
+    "x",
+    "s3cret",
+    "file-token",
+    "5e039bf640ff4de5b40ce43e4c3a5fd3",  # a uuid4's hex: 122 random bits
+    "10c0effc-fece-4a7e-8fa9-a227bb91a427",  # a uuid4 (fixed: xdist's workers collect alike)
+    "a" * 64,
+)
 
 
 def token_file(path: Path, text: str, mode: int = 0o600) -> Path:

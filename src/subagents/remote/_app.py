@@ -88,7 +88,7 @@ _PRINCIPAL: Final = "subagents.principal"
 """The key of the request's principal in its ASGI scope (set by the token check)."""
 
 
-class _ClientGone(Exception):
+class ClientGone(Exception):
     """The client disconnected while its request was read."""
 
 
@@ -221,8 +221,8 @@ class AcpAsgiApp:
         path: str = scope["path"]
         method: str = scope["method"]
         try:
-            body = await _read_body(receive, self.hub.limits.max_message_bytes)
-        except _ClientGone:
+            body = await read_body(receive, self.hub.limits.max_message_bytes)
+        except ClientGone:
             return
         if path in HEALTH_PATHS and method in ("GET", "HEAD"):
             hub = self.hub
@@ -588,7 +588,7 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
-async def _read_body(receive: Receive, limit: int) -> bytes | None:
+async def read_body(receive: Receive, limit: int) -> bytes | None:
     """The request body, or ``None`` when it is longer than ``limit``.
 
     The body is read to its end either way (beyond ``limit`` discarded, bounded by
@@ -602,7 +602,7 @@ async def _read_body(receive: Receive, limit: int) -> bytes | None:
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
-                raise _ClientGone
+                raise ClientGone
             chunk: bytes = message.get("body", b"")
             size += len(chunk)
             if size <= limit:

@@ -5,8 +5,8 @@ The ``/acp`` endpoint reads each body itself, bounded by ``max_message_bytes``
 reads the body first: one longer than the limit is answered 413 (a JSON-RPC error, the A2A
 binding's form) and never reaches the application; a shorter one is handed to it as one
 message. The body is read to its end either way (beyond the limit discarded, bounded by
-``DISCARD_BYTES`` and ``DISCARD_SECONDS`` as for ``/acp``) before any answer, for HTTP/2's
-sake (see :func:`subagents.remote._app._read_body`).
+``DISCARD_BYTES`` and ``DISCARD_SECONDS`` as for ``/acp``: the same reader,
+:func:`subagents.remote._app.read_body`) before any answer, for HTTP/2's sake.
 """
 
 from __future__ import annotations
@@ -15,10 +15,8 @@ import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Final
 
-import anyio
-
 from ..protocol.jsonrpc import ErrorCode
-from ._app import DISCARD_BYTES, DISCARD_SECONDS
+from ._app import ClientGone, read_body
 from ._connections import ServerLimits
 
 __all__ = ("DEFAULT_BODY_LIMIT", "limit_body")
@@ -33,29 +31,6 @@ Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
-class _Gone(Exception):
-    """The client disconnected while its body was read."""
-
-
-async def _read(receive: Receive, limit: int) -> bytes | None:
-    """The whole body, or ``None`` when it is longer than ``limit`` (read to its end anyway,
-    bounded)."""
-    body = bytearray()
-    size = 0
-    with anyio.move_on_after(DISCARD_SECONDS):
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                raise _Gone
-            chunk: bytes = message.get("body", b"")
-            size += len(chunk)
-            if size <= limit:
-                body += chunk
-            if not message.get("more_body", False) or size > max(DISCARD_BYTES, limit):
-                break
-    return bytes(body) if size <= limit else None
-
-
 def limit_body(app: App, limit: int) -> App:
     """``app`` behind a bound of ``limit`` bytes on every HTTP request's body."""
     if limit < 1:
@@ -66,8 +41,8 @@ def limit_body(app: App, limit: int) -> App:
             await app(scope, receive, send)
             return
         try:
-            body = await _read(receive, limit)
-        except _Gone:
+            body = await read_body(receive, limit)
+        except ClientGone:
             return
         if body is None:
             error = {
